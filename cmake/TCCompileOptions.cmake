@@ -1,0 +1,41 @@
+# Warning set, sanitizers and checked mode, applied through one interface target that every
+# TC target and test links privately, so consumers of the package inherit none of it.
+# -Wnon-virtual-dtor is left out on purpose: the guide's primitives (seed 004) derive privately
+# from ISuspendCallback, whose destructor is protected and non-virtual by design (a callback is
+# never deleted through it), and that code must compile verbatim.
+add_library(tc_build_options INTERFACE)
+target_compile_options(tc_build_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wold-style-cast -Wcast-align
+  -Wunused -Woverloaded-virtual -Wnull-dereference -Wdouble-promotion -Wformat=2
+  $<$<COMPILE_LANGUAGE:CXX>:-Wno-gnu-zero-variadic-macro-arguments>
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-interference-size>)
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  target_compile_options(tc_build_options INTERFACE -Wno-unknown-warning-option)
+endif()
+if(TC_WARNINGS_AS_ERRORS)
+  target_compile_options(tc_build_options INTERFACE -Werror)
+endif()
+
+if(TC_SANITIZER STREQUAL "address")
+  set(TC_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+elseif(TC_SANITIZER STREQUAL "thread")
+  set(TC_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+elseif(TC_SANITIZER STREQUAL "")
+  set(TC_SANITIZER_FLAGS "")
+else()
+  message(FATAL_ERROR "TC_SANITIZER must be '', address or thread, not '${TC_SANITIZER}'")
+endif()
+if(TC_SANITIZER_FLAGS)
+  # Sanitizer flags are global: every object of the program, third-party headers included,
+  # has to be instrumented the same way or the fiber annotations see half a picture.
+  add_compile_options(${TC_SANITIZER_FLAGS})
+  add_link_options(${TC_SANITIZER_FLAGS})
+endif()
+
+if(TC_CHECKED STREQUAL "default")
+  set(TC_CHECKED_DEFINE $<IF:$<CONFIG:Debug>,1,0>)
+elseif(TC_CHECKED)
+  set(TC_CHECKED_DEFINE 1)
+else()
+  set(TC_CHECKED_DEFINE 0)
+endif()

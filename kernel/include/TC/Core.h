@@ -1,0 +1,15 @@
+#pragma once
+// <TC/Core.h>: the kernel -- the suspend protocol, schedulers, timers, converted threads,
+// executors and the intrusive stacks primitives chain waiters on.
+
+#include <TC/BasicStack.h>
+#include <TC/Checked.h>
+#include <TC/ConcurrentStack.h>
+#include <TC/Duration.h>
+#include <TC/Executor.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Scheduler.h>
+#include <TC/StackAllocator.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendAsync.h>
+#include <TC/SuspendedTask.h>

@@ -1,0 +1,245 @@
+#pragma once
+// Scheduler: runs stackful tasks and coroutine resumptions, on its own worker threads or pumped
+// by a host thread (a game's main loop), and states itself as the current executor while it does.
+
+#include <TC/Duration.h>
+#include <TC/Executor.h>
+#include <TC/StackAllocator.h>
+#include <TC/SuspendedTask.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace TC
+{
+class Scheduler;
+
+namespace detail
+{
+struct Task;
+class SchedulerCore;
+
+// How a task's callable is run and destroyed; the callable lives at the top of the task's stack.
+struct TaskBody
+{
+    std::size_t size;
+    std::size_t alignment;
+    void (*invoke)(void* callable);
+    void (*destroy)(void* callable) noexcept;
+};
+
+template <class F>
+struct TaskBodyFor
+{
+    static void Invoke(void* callable) { (*static_cast<F*>(callable))(); }
+    static void Destroy(void* callable) noexcept { static_cast<F*>(callable)->~F(); }
+    static constexpr TaskBody body{sizeof(F), alignof(F), &Invoke, &Destroy};
+};
+} // namespace detail
+
+// Which queue a task or resumption waits in. A host that is short of time can run High only.
+enum class Priority : std::uint8_t
+{
+    High = 0,   // this frame's work
+    Normal = 1, // background work
+};
+
+// What an idle worker (or a host in WaitForWork) does before work arrives.
+enum class IdlePolicy : std::uint8_t
+{
+    SpinThenSleep, // spin about 20 us, then sleep until woken (default; an idle scheduler burns no CPU)
+    Spin,          // never sleeps: lowest latency, one core busy per idle worker
+    Yield,         // sched_yield in a loop: never sleeps, gives the core to other threads
+    Sleep,         // sleeps at once
+};
+
+// Observers the host installs, e.g. to name threads, set FTZ/DAZ or feed a profiler's fiber API.
+// Hooks run on the thread concerned and must not suspend.
+struct SchedulerHooks
+{
+    // On each worker thread as it starts and just before it ends, with its index (0-based).
+    std::function<void(unsigned workerIndex)> threadStart;
+    std::function<void(unsigned workerIndex)> threadStop;
+    // Each time a task starts or continues running, and each time it stops running (suspends,
+    // yields, moves or finishes): always in matched pairs, on the same thread. The name is the
+    // TaskOptions::name the task was started with (a stable pointer), or "task".
+    std::function<void(TaskHandle task, const char* name)> taskEnter;
+    std::function<void(TaskHandle task, const char* name)> taskLeave;
+};
+
+struct SchedulerOptions
+{
+    // 0: no threads of its own; the host pumps it with RunPending, RunFor or RunUntilIdle.
+    unsigned workerCount = 0;
+    std::size_t stackSize = StackSize::Medium;
+    StackGuard stackGuard = StackGuard::Page;
+    IdlePolicy idlePolicy = IdlePolicy::SpinThenSleep;
+    IStackAllocator* stackAllocator = nullptr; // nullptr: DefaultStackAllocator(); must outlive the scheduler
+    std::string name = "TC";
+    SchedulerHooks hooks;
+};
+
+struct TaskOptions
+{
+    const char* name = nullptr; // stable string (a literal); reported to hooks and hang reports
+    Priority priority = Priority::Normal;
+    std::size_t stackSize = 0; // 0: the scheduler's
+};
+
+// What a pump call did and what it left.
+struct PumpResult
+{
+    std::size_t ran = 0;     // tasks and resumptions run
+    std::size_t pending = 0; // still queued when it returned (approximate when other threads submit)
+    Duration left;           // RunFor: budget not spent (zero if overrun); others: zero
+};
+
+// Owns the right to join one task. Join waits (from a task, a converted thread or the host)
+// and rethrows what escaped the task. Destroying a joinable handle detaches the task; a detached
+// task whose callable throws terminates the process with a message naming the task.
+class [[nodiscard("keep the JoinHandle to join the task, or call Detach()")]] JoinHandle
+{
+public:
+    JoinHandle() noexcept = default;
+    JoinHandle(JoinHandle&& other) noexcept : task_(std::exchange(other.task_, nullptr)) {}
+    JoinHandle& operator=(JoinHandle&& other) noexcept
+    {
+        if (this != &other)
+        {
+            Detach();
+            task_ = std::exchange(other.task_, nullptr);
+        }
+        return *this;
+    }
+    ~JoinHandle() { Detach(); }
+
+    // Waits until the task has finished, then rethrows what escaped it, if anything. Afterwards
+    // the handle is empty. Precondition: Joinable() (std::logic_error otherwise).
+    void Join();
+    // Lets the task run on unobserved. No-op on an empty handle.
+    void Detach() noexcept;
+    bool Joinable() const noexcept { return task_ != nullptr; }
+    // True once the task's callable has returned or thrown.
+    bool IsFinished() const noexcept;
+
+private:
+    friend class Scheduler;
+    explicit JoinHandle(detail::Task* task) noexcept : task_(task) {}
+    detail::Task* task_ = nullptr;
+};
+
+// Runs stackful tasks and coroutine resumptions.
+//
+// With workers, it is a thread pool: tasks run on any worker unless moved elsewhere, so
+// thread-local storage seen by a task may change across any wait. Without workers its host pumps
+// it; the first thread that pumps it becomes its host, and only that thread may pump it. A host
+// thread that waits on anything (a converted-thread wait) keeps running this scheduler's work
+// while it waits, to any depth, so work pinned to the host cannot deadlock it.
+//
+// Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
+// never runs work inline. Destruction: ~Scheduler requests shutdown, then waits until every task
+// it started has finished (pumping, if it has no workers), joins its workers and frees the
+// stacks. Queued coroutine resumptions still run before it returns. A task that can never be
+// resumed makes the destructor wait forever: after 5 s it prints a hang report of the suspended
+// tasks to stderr, once. Submitting after the destructor started throws std::logic_error.
+class Scheduler final : public IExecutor
+{
+public:
+    explicit Scheduler(SchedulerOptions options = {});
+    explicit Scheduler(unsigned workerCount);
+    ~Scheduler();
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Starts `callable` as a stackful task. Throws what the stack allocation or the callable's
+    // move throws; nothing is started then.
+    template <class F>
+    JoinHandle Start(F&& callable, TaskOptions options = {})
+    {
+        using Fn = std::decay_t<F>;
+        static_assert(std::is_invocable_v<Fn&>, "a task is a callable taking no arguments");
+        void* slot = nullptr;
+        detail::Task* task = AllocateTask(options, detail::TaskBodyFor<Fn>::body, slot);
+        try
+        {
+            ::new (slot) Fn(std::forward<F>(callable));
+        }
+        catch (...)
+        {
+            FreeUnstartedTask(task);
+            throw;
+        }
+        return JoinHandle(LaunchTask(task));
+    }
+
+    // IExecutor: queues a coroutine resumption (Priority::Normal). Thread-safe, never inline.
+    using IExecutor::Submit;
+    void Submit(std::coroutine_handle<> handle) override;
+    void Submit(ParkedWork work) override;
+    void Submit(std::coroutine_handle<> handle, Priority priority);
+
+    // co_await scheduler.Schedule(): continue the awaiting coroutine on this scheduler.
+    auto Schedule(Priority priority = Priority::Normal) noexcept
+    {
+        struct Awaiter
+        {
+            Scheduler* scheduler;
+            Priority priority;
+            bool await_ready() const noexcept { return false; }
+            void await_suspend(std::coroutine_handle<> handle) { scheduler->Submit(handle, priority); }
+            void await_resume() const noexcept {}
+        };
+        return Awaiter{this, priority};
+    }
+
+    // ---- pumping (schedulers without workers; host thread only) ----
+    // Runs what was queued when the call began, at most maxTasks of it. Never blocks.
+    PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Normal);
+    // Runs work until the budget is spent, checking the clock between tasks; always runs at least
+    // one when any is queued, so it overruns the budget by at most one task.
+    PumpResult RunFor(Duration budget, Priority lowest = Priority::Normal);
+    // Runs until nothing is queued (tasks suspended on something else do not count).
+    PumpResult RunUntilIdle(Priority lowest = Priority::Normal);
+    // Blocks the host until work is queued or the timeout passes; true if work is queued.
+    bool WaitForWork(Duration timeout);
+
+    // ---- shutdown ----
+    // Asks long tasks to stop; they poll ShutdownRequested(). Starting new tasks still works.
+    void RequestShutdown() noexcept;
+    bool ShutdownRequested() const noexcept;
+
+    unsigned WorkerCount() const noexcept;
+    const std::string& Name() const noexcept;
+    // Tasks started and not yet finished (suspended, queued or running).
+    std::size_t LiveTasks() const noexcept;
+
+    // The scheduler running the calling task or pumping work on this thread, or nullptr.
+    static Scheduler* Current() noexcept;
+
+private:
+    friend void MoveCurrentTaskTo(Scheduler& target, Priority priority);
+    detail::Task* AllocateTask(const TaskOptions& options, const detail::TaskBody& body, void*& slot);
+    void FreeUnstartedTask(detail::Task* task) noexcept;
+    detail::Task* LaunchTask(detail::Task* task) noexcept;
+
+    std::unique_ptr<detail::SchedulerCore> core_;
+};
+
+// Lets other ready tasks of the same scheduler run; the calling task continues later. From a
+// converted thread, std::this_thread::yield().
+void YieldTask();
+
+// Moves the calling task to `target`: it continues there (on a worker, or when the host pumps).
+// "Run the rest of this on the main thread" is MoveCurrentTaskTo(hostScheduler).
+void MoveCurrentTaskTo(Scheduler& target, Priority priority = Priority::Normal);
+
+// True when the scheduler running the calling task was asked to shut down.
+bool ShutdownRequested() noexcept;
+} // namespace TC

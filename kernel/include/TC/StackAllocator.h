@@ -1,0 +1,49 @@
+#pragma once
+// IStackAllocator: where task stacks come from, for hosts that manage their own memory.
+
+#include <cstddef>
+
+namespace TC
+{
+// Whether a task stack gets an inaccessible guard page below it. With a guard page a stack
+// overflow faults at once instead of corrupting memory, at the price of one extra memory mapping
+// per stack: Linux allows vm.max_map_count mappings (65530 by default), so a program that keeps
+// more than about 30 000 tasks alive at once needs StackGuard::None (checked mode still checks
+// a canary word at the bottom of such stacks on every switch).
+enum class StackGuard : unsigned char
+{
+    Page,
+    None,
+};
+
+// Stack size classes; any size may be given, these are the usual ones. Sizes are rounded up to
+// whole pages.
+namespace StackSize
+{
+inline constexpr std::size_t Small = 16 * 1024;
+inline constexpr std::size_t Medium = 64 * 1024;
+inline constexpr std::size_t Large = 256 * 1024;
+} // namespace StackSize
+
+// Hands out and takes back task stacks. The scheduler keeps released stacks in a pool and calls
+// Deallocate only when it is destroyed, so in steady state neither member runs. Both may be
+// called from any thread of the scheduler. Allocate returns the lowest address of `size` bytes
+// (page-aligned); with StackGuard::Page the allocator must make the lowest page inaccessible.
+// Allocate throws std::bad_alloc (or another exception) on failure; the start that asked fails
+// with it and nothing else changes.
+class IStackAllocator
+{
+public:
+    virtual void* Allocate(std::size_t size, StackGuard guard) = 0;
+    virtual void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept = 0;
+
+protected:
+    IStackAllocator() = default;
+    IStackAllocator(const IStackAllocator&) = default;
+    IStackAllocator& operator=(const IStackAllocator&) = default;
+    ~IStackAllocator() = default;
+};
+
+// The default: mmap'd stacks, guard page made with mprotect.
+IStackAllocator& DefaultStackAllocator() noexcept;
+} // namespace TC

@@ -1,0 +1,53 @@
+#pragma once
+// The suspend protocol: SuspendTask, SuspendTaskFor and ResumeTask, plus the calls that say who
+// is running (GetCurrentTask) and that turn timeouts on (EnableTimers).
+
+#include <TC/Duration.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/SuspendedTask.h>
+
+namespace TC
+{
+// Takes the calling task off the processor, then calls callback->OnSuspended(handle) outside any
+// task, and returns once someone passed that handle to ResumeTask. Callable from a task and from
+// any OS thread that is not a scheduler worker outside a task (the thread is converted on its
+// first wait; see ConvertCurrentThread). Not callable inside OnSuspended/OnTimeout: checked mode
+// fails "wait inside a callback" there, and "wait from a place that cannot wait" on a worker
+// thread outside a task (a coroutine run by a worker must co_await SuspendTaskAsync instead).
+void SuspendTask(ISuspendCallback* callback);
+
+// SuspendTask with a deadline. When it passes, the timer thread calls OnTimeout while the waiter
+// is still suspended: true takes the waiter back and this returns false; false means a resumer
+// has the handle, and this returns true once that resumer's ResumeTask arrives. Returns true
+// whenever a ResumeTask ended the wait. Without EnableTimers(), or with Duration::Infinite(),
+// there is no limit and this behaves as SuspendTask. Zero or negative: published, then timed out
+// at once unless resumed first.
+bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
+
+// Makes a suspended waiter runnable again where it was suspended: a task on its scheduler, a
+// converted thread in its wait, a coroutine on the executor that was current when it suspended
+// (inline on the calling thread if there was none). Callable from any thread, also from a
+// callback and from a signal handler for task and thread waiters. Each handle exactly once.
+void ResumeTask(SuspendedTask task) noexcept;
+
+// A TaskHandle names a running task; it cannot be resumed. This overload exists to say so.
+// ResumeTask takes the SuspendedTask that OnSuspended received, never a running task's handle.
+void ResumeTask(TaskHandle task) = delete;
+
+// The calling task, or the calling converted thread (the thread is converted if it was not).
+TaskHandle GetCurrentTask() noexcept;
+
+// True inside a stackful task.
+bool IsInsideTask() noexcept;
+
+// Converts the calling OS thread into a waiter explicitly. Optional: a thread is converted on its
+// first wait. Idempotent.
+void ConvertCurrentThread() noexcept;
+
+// Starts the one timer thread that owns every deadline. Idempotent and thread-safe. Before it is
+// called, SuspendTaskFor waits without a limit.
+void EnableTimers();
+
+// True once EnableTimers() has run.
+bool TimersEnabled() noexcept;
+} // namespace TC

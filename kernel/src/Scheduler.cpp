@@ -1,0 +1,932 @@
+// Scheduler: queues, worker loops, host pumping, task start/finish and the direct task-to-task
+// switch. Read-modify-write counts on the hot paths are noted where they happen.
+
+#include "SchedulerCore.h"
+
+#include "Resume.h"
+#include "Sanitizers.h"
+#include "Timers.h"
+
+#include <TC/Checked.h>
+#include <TC/Suspend.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace TC::detail
+{
+namespace
+{
+constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
+constexpr std::size_t kStackCacheLimit = 64;
+constexpr unsigned kSpinIterations = 4000; // about 20 us of pause instructions
+constexpr unsigned kFairnessInterval = 61; // every 61st pick looks at the shared queue first
+
+std::size_t PageSize() noexcept
+{
+    static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
+{
+    return (value + to - 1) / to * to;
+}
+
+std::size_t PriorityIndex(Priority priority) noexcept
+{
+    return static_cast<std::size_t>(priority);
+}
+
+void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook, Task* task)
+{
+    if (hook)
+        hook(TaskHandle(task), task->name);
+}
+
+[[noreturn]] void DetachedTaskFailed(Task* task) noexcept
+{
+    const char* what = "an exception not derived from std::exception";
+    std::string text;
+    try
+    {
+        std::rethrow_exception(task->error);
+    }
+    catch (const std::exception& e)
+    {
+        text = e.what();
+        what = text.c_str();
+    }
+    catch (...)
+    {
+    }
+    std::fprintf(stderr, "TC: detached task '%s' ended with an exception: %s\n", task->name, what);
+    std::fflush(stderr);
+    std::terminate();
+}
+
+void CheckCanary(const Task* task) noexcept
+{
+#if TC_CHECKED
+    if (task->stack.guard == StackGuard::None)
+    {
+        std::uint64_t canary;
+        std::memcpy(&canary, task->stack.base, sizeof canary);
+        TC_CHECK(canary == kStackCanary, "stack overflow",
+                 "a task without a guard page overwrote the bottom of its stack; give it a larger "
+                 "TaskOptions::stackSize");
+    }
+#else
+    (void)task;
+#endif
+}
+
+[[noreturn]] void TaskMain(void* argument)
+{
+    OnContextStarted();
+    auto* task = static_cast<Task*>(argument);
+    {
+        Worker& worker = *CurrentThread().worker;
+        worker.core->RunPostSwitch(worker);
+    }
+    try
+    {
+        task->body->invoke(task->callable);
+    }
+    catch (...)
+    {
+        task->error = std::current_exception();
+    }
+    task->body->destroy(task->callable);
+    const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
+    if (previous == kJoinDetached && task->error)
+        DetachedTaskFailed(task);
+    if (previous != kJoinRunning && previous != kJoinDetached)
+        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+    SwitchAway(task, PostSwitch::Finish);
+    __builtin_unreachable();
+}
+} // namespace
+
+ThreadState& CurrentThread() noexcept
+{
+    static thread_local ThreadState state;
+    return state;
+}
+
+Task* CurrentTask() noexcept
+{
+    Worker* worker = CurrentThread().worker;
+    return worker ? worker->current : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction and shutdown
+
+SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
+    : owner(owner_), options(std::move(options_)),
+      allocator(options.stackAllocator ? options.stackAllocator : &DefaultStackAllocator()),
+      defaultStackSize(RoundUp(options.stackSize < 4 * PageSize() ? 4 * PageSize() : options.stackSize,
+                               PageSize())),
+      taskHooks(static_cast<bool>(options.hooks.taskEnter) || static_cast<bool>(options.hooks.taskLeave))
+{
+    const unsigned count = options.workerCount ? options.workerCount : 1;
+    for (unsigned i = 0; i < count; ++i)
+    {
+        auto worker = std::make_unique<Worker>();
+        worker->core = this;
+        worker->index = i;
+        worker->parker.word = &worker->word;
+        // A host pump returns to its loop after every task so it can check its budget.
+        worker->directSwitch = options.workerCount > 0;
+        worker->stackCache.reserve(kStackCacheLimit);
+        workers_.push_back(std::move(worker));
+    }
+    if (options.workerCount > 0)
+    {
+        try
+        {
+            for (auto& worker : workers_)
+                worker->thread = std::thread([this, w = worker.get()] { WorkerMain(*w); });
+        }
+        catch (...)
+        {
+            exit_.store(true, std::memory_order_release);
+            WakeAll();
+            for (auto& worker : workers_)
+                if (worker->thread.joinable())
+                    worker->thread.join();
+            throw;
+        }
+    }
+}
+
+SchedulerCore::~SchedulerCore()
+{
+    if (hostState_ && hostState_->host == this)
+        hostState_->host = nullptr;
+    for (auto& worker : workers_)
+        for (StackMemory& stack : worker->stackCache)
+            stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+    for (auto& [size, stacks] : stackPool_)
+        for (StackMemory& stack : stacks)
+            stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+}
+
+void SchedulerCore::Shutdown()
+{
+    stopping.store(true, std::memory_order_release);
+    shutdownRequested.store(true, std::memory_order_release);
+    const auto start = std::chrono::steady_clock::now();
+    bool reported = false;
+    auto reportIfHung = [&] {
+        if (!reported && std::chrono::steady_clock::now() - start > std::chrono::seconds(5))
+        {
+            reported = true;
+            std::fprintf(stderr,
+                         "TC: ~Scheduler('%s') has waited 5 s for %zu task(s) that are suspended and "
+                         "were never resumed; it keeps waiting (resume or finish every task before "
+                         "destroying its scheduler)\n",
+                         options.name.c_str(), live.load());
+        }
+    };
+    if (HasWorkerThreads())
+    {
+        while (live.load(std::memory_order_acquire) != 0 || HasQueuedWork(Priority::Normal))
+        {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            reportIfHung();
+        }
+        exit_.store(true, std::memory_order_release);
+        WakeAll();
+        for (auto& worker : workers_)
+            worker->thread.join();
+    }
+    else
+    {
+        CheckHostThread(true);
+        for (;;)
+        {
+            Pump(SIZE_MAX, Priority::Normal, 0, false);
+            if (live.load(std::memory_order_acquire) == 0 && !HasQueuedWork(Priority::Normal))
+                break;
+            Parker parker{&HostWorker().word};
+            RegisterSleeper(parker);
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (!HasQueuedWork(Priority::Normal))
+                SleepOnWord(HostWorker().word, kWordWork, Duration(std::chrono::milliseconds(100)));
+            UnregisterSleeper(parker);
+            reportIfHung();
+        }
+    }
+}
+
+void SchedulerCore::CheckHostThread(bool forDestructor)
+{
+    if (HasWorkerThreads())
+        throw std::logic_error("TC::Scheduler('" + options.name
+                               + "') has worker threads; only a scheduler without workers is pumped");
+    const auto self = std::this_thread::get_id();
+    if (!hostBound_.load(std::memory_order_acquire))
+    {
+        hostThread_ = self;
+        hostBound_.store(true, std::memory_order_release);
+        return;
+    }
+    if (hostThread_ != self && !forDestructor)
+        throw std::logic_error("TC::Scheduler('" + options.name
+                               + "') is pumped by its host thread only (the first thread that "
+                                 "pumped it)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queues
+
+void SchedulerCore::Enqueue(std::uintptr_t item, Priority priority)
+{
+    const std::size_t p = PriorityIndex(priority);
+    Worker* worker = CurrentThread().worker;
+    if (worker && worker->core == this)
+    {
+        // Own resumes stay local: no atomic at all. Only when another worker sleeps and this one
+        // already has something queued does the item go where that worker can take it.
+        if (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0
+            || !HasWorkerThreads())
+        {
+            worker->local[p].Push(item);
+            return;
+        }
+    }
+    EnqueueShared(item, priority);
+}
+
+void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
+{
+    if (!global_[PriorityIndex(priority)].enqueue(item))
+        throw std::bad_alloc();
+    WakeOne();
+}
+
+std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
+{
+    const std::size_t last = PriorityIndex(lowest);
+    const bool globalFirst = ++worker.ticks % kFairnessInterval == 0;
+    std::uintptr_t item = 0;
+    for (std::size_t p = 0; p <= last; ++p)
+    {
+        if (globalFirst && global_[p].try_dequeue(item))
+            return item;
+        if ((item = worker.local[p].Pop()) != 0)
+            return item;
+        if (global_[p].try_dequeue(item))
+            return item;
+    }
+    return 0;
+}
+
+Task* SchedulerCore::TryDequeueLocalTask(Worker& worker) noexcept
+{
+    if (++worker.ticks % kFairnessInterval == 0)
+        return nullptr; // go back to the loop, which looks at the shared queue first
+    for (LocalQueue& queue : worker.local)
+    {
+        const std::uintptr_t item = queue.Front();
+        if (item == 0)
+            continue;
+        if (item & kCoroutineTag)
+            return nullptr; // a coroutine resumes on the loop's stack: let the loop take it
+        queue.Pop();
+        return reinterpret_cast<Task*>(item);
+    }
+    return nullptr;
+}
+
+bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
+{
+    for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
+        if (global_[p].size_approx() != 0)
+            return true;
+    return false;
+}
+
+std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
+{
+    std::size_t count = 0;
+    for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
+    {
+        count += global_[p].size_approx();
+        if (worker)
+            count += worker->local[p].Size();
+    }
+    return count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sleeping: a sleeper registers, fences, re-checks the queues, then sleeps; a submitter
+// enqueues, fences, then reads the sleeper count. One of the two always sees the other.
+
+void SchedulerCore::RegisterSleeper(Parker& parker)
+{
+    std::lock_guard lock(sleepLock_);
+    parker.next = sleepList_;
+    sleepList_ = &parker;
+    parker.listed = true;
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void SchedulerCore::UnregisterSleeper(Parker& parker) noexcept
+{
+    std::lock_guard lock(sleepLock_);
+    if (!parker.listed)
+        return;
+    for (Parker** link = &sleepList_; *link; link = &(*link)->next)
+        if (*link == &parker)
+        {
+            *link = parker.next;
+            break;
+        }
+    parker.listed = false;
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void SchedulerCore::WakeOne() noexcept
+{
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) == 0)
+        return;
+    // Woken under the lock: the sleeper unregisters under it too, so its parker (which may live
+    // on its stack) cannot go away while we touch it.
+    std::lock_guard lock(sleepLock_);
+    if (Parker* parker = sleepList_)
+    {
+        sleepList_ = parker->next;
+        parker->listed = false;
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        parker->Wake();
+    }
+}
+
+void SchedulerCore::WakeAll() noexcept
+{
+    std::lock_guard lock(sleepLock_);
+    while (Parker* parker = sleepList_)
+    {
+        sleepList_ = parker->next;
+        parker->listed = false;
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        parker->Wake();
+    }
+}
+
+void SchedulerCore::Idle(Worker& worker)
+{
+    const IdlePolicy policy = options.idlePolicy;
+    if (policy != IdlePolicy::Sleep)
+    {
+        for (unsigned i = 0; policy != IdlePolicy::SpinThenSleep || i < kSpinIterations; ++i)
+        {
+            if (HasQueuedWork(Priority::Normal) || exit_.load(std::memory_order_relaxed))
+                return;
+            if (policy == IdlePolicy::Yield)
+                std::this_thread::yield();
+            else
+                CpuRelax();
+        }
+    }
+    RegisterSleeper(worker.parker);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
+        SleepOnWord(worker.word, kWordWork);
+    UnregisterSleeper(worker.parker);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+
+void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
+{
+    if (item & kCoroutineTag)
+    {
+        std::coroutine_handle<>::from_address(reinterpret_cast<void*>(item & ~kCoroutineTag)).resume();
+        return;
+    }
+    auto* task = reinterpret_cast<Task*>(item);
+    worker.current = task;
+    worker.taskScope = ExecutorScope::Innermost();
+    if (taskHooks)
+        CallTaskHook(options.hooks.taskEnter, task);
+    SwitchContext(worker.context, task->context);
+    // Back on the worker loop's own stack: whichever task switched here left its action.
+    Worker& self = *CurrentThread().worker;
+    self.current = nullptr;
+    self.core->RunPostSwitch(self);
+}
+
+void SchedulerCore::RunPostSwitch(Worker& worker) noexcept
+{
+    const PostSwitch action = worker.post;
+    if (action == PostSwitch::None)
+        return;
+    Task* task = worker.postTask;
+    worker.post = PostSwitch::None;
+    worker.postTask = nullptr;
+    switch (action)
+    {
+    case PostSwitch::Suspend:
+        CallOnSuspended(task->entry);
+        break;
+    case PostSwitch::SuspendTimed:
+        CallOnSuspended(task->entry);
+        ArmTimer(*task->entry.timer_);
+        break;
+    case PostSwitch::Finish:
+        task->scheduler->FinishTask(task);
+        break;
+    case PostSwitch::Requeue:
+        try
+        {
+            worker.postTarget->EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
+        }
+        catch (...)
+        {
+            ReportRuleViolation("out of memory", "a yielding or moving task could not be queued");
+        }
+        break;
+    case PostSwitch::None:
+        break;
+    }
+}
+
+void SchedulerCore::WorkerMain(Worker& worker)
+{
+    ThreadState& thread = CurrentThread();
+    thread.worker = &worker;
+    thread.isWorkerThread = true;
+    InitThreadContext(worker.context);
+    if (options.hooks.threadStart)
+        options.hooks.threadStart(worker.index);
+    {
+        ExecutorScope scope(owner); // one scope for the worker's life, not one per resumption
+        for (;;)
+        {
+            if (std::uintptr_t item = TryDequeue(worker, Priority::Normal))
+            {
+                RunItem(worker, item);
+                continue;
+            }
+            if (exit_.load(std::memory_order_acquire))
+                break;
+            Idle(worker);
+        }
+    }
+    if (options.hooks.threadStop)
+        options.hooks.threadStop(worker.index);
+    thread.worker = nullptr;
+}
+
+PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline,
+                               bool queuedAtStart)
+{
+    ThreadState& thread = CurrentThread();
+    Worker& worker = HostWorker();
+    struct Binding
+    {
+        ThreadState& thread;
+        Worker* saved;
+        ~Binding() { thread.worker = saved; }
+    } binding{thread, thread.worker};
+    thread.worker = &worker;
+    thread.host = this;
+    hostState_ = &thread;
+    if (worker.context.stackBottom == nullptr && worker.context.backend == nullptr)
+        InitThreadContext(worker.context);
+    ExecutorScope scope(owner); // once per pump call
+
+    std::size_t limit = maxTasks;
+    if (queuedAtStart)
+        limit = std::min(limit, QueuedApprox(&worker, lowest));
+    PumpResult result;
+    while (result.ran < limit)
+    {
+        if (deadline != 0 && result.ran > 0 && SteadyNowNanoseconds() >= deadline)
+            break;
+        const std::uintptr_t item = TryDequeue(worker, lowest);
+        if (!item)
+            break;
+        ++result.ran;
+        RunItem(worker, item);
+    }
+    result.pending = QueuedApprox(&worker, lowest);
+    if (deadline != 0)
+    {
+        const std::int64_t left = deadline - SteadyNowNanoseconds();
+        result.left = Duration::FromNanoseconds(left);
+    }
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stacks and tasks
+
+StackMemory SchedulerCore::TakeStack(std::size_t size)
+{
+    Worker* worker = CurrentThread().worker;
+    if (size == defaultStackSize && worker && worker->core == this && !worker->stackCache.empty())
+    {
+        StackMemory stack = worker->stackCache.back();
+        worker->stackCache.pop_back();
+        return stack;
+    }
+    {
+        std::lock_guard lock(stackLock_);
+        auto found = stackPool_.find(size);
+        if (found != stackPool_.end() && !found->second.empty())
+        {
+            StackMemory stack = found->second.back();
+            found->second.pop_back();
+            return stack;
+        }
+    }
+    StackMemory stack;
+    stack.size = size;
+    stack.guard = options.stackGuard;
+    stack.allocator = allocator;
+    stack.base = allocator->Allocate(size, options.stackGuard);
+    return stack;
+}
+
+void SchedulerCore::ReturnStack(StackMemory stack) noexcept
+{
+    Worker* worker = CurrentThread().worker;
+    // The cache was reserved up front, so this push never allocates.
+    if (stack.size == defaultStackSize && stack.allocator == allocator && worker
+        && worker->core == this && worker->stackCache.size() < kStackCacheLimit)
+    {
+        worker->stackCache.push_back(stack);
+        return;
+    }
+    try
+    {
+        std::lock_guard lock(stackLock_);
+        stackPool_[stack.size].push_back(stack);
+    }
+    catch (...)
+    {
+        stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+    }
+}
+
+Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
+{
+    if (stopping.load(std::memory_order_acquire))
+        throw std::logic_error("TC::Scheduler('" + options.name
+                               + "'): Start called while the scheduler is being destroyed");
+    const std::size_t size
+        = taskOptions.stackSize ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
+                                : defaultStackSize;
+    StackMemory stack = TakeStack(size);
+    auto* base = static_cast<unsigned char*>(stack.base);
+    unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
+    unsigned char* top = base + stack.size;
+    auto* task = ::new (top - RoundUp(sizeof(Task), 64)) Task;
+    auto callable = (reinterpret_cast<std::uintptr_t>(task) - body.size) & ~(body.alignment - 1);
+    if (callable < reinterpret_cast<std::uintptr_t>(usable) + 2 * PageSize())
+    {
+        task->~Task();
+        ReturnStack(stack);
+        throw std::length_error("TC::Scheduler::Start: the callable does not fit on the task's stack");
+    }
+    if (stack.guard == StackGuard::None)
+        std::memcpy(base, &kStackCanary, sizeof kStackCanary);
+    task->scheduler = this;
+    task->body = &body;
+    task->callable = reinterpret_cast<void*>(callable);
+    task->stack = stack;
+    task->name = taskOptions.name ? taskOptions.name : "task";
+    task->priority = taskOptions.priority;
+    task->entry.kind_ = WaiterKind::Task;
+    task->entry.owner_ = task;
+    MakeContext(task->context, usable, static_cast<std::size_t>(top - usable),
+                reinterpret_cast<void*>(callable & ~std::uintptr_t{15}), &TaskMain, task);
+    allocated.fetch_add(1, std::memory_order_relaxed);
+    slot = task->callable;
+    return task;
+}
+
+void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
+{
+    DestroyContext(task->context);
+    StackMemory stack = task->stack;
+    task->~Task();
+    allocated.fetch_sub(1, std::memory_order_relaxed);
+    ReturnStack(stack);
+}
+
+void SchedulerCore::Launch(Task* task) noexcept
+{
+    live.fetch_add(1, std::memory_order_relaxed);
+    try
+    {
+        Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
+    }
+    catch (...)
+    {
+        std::fprintf(stderr, "TC: out of memory queueing a new task\n");
+        std::terminate();
+    }
+}
+
+void SchedulerCore::FinishTask(Task* task) noexcept
+{
+    DestroyContext(task->context);
+    live.fetch_sub(1, std::memory_order_acq_rel);
+    ReleaseTask(task);
+}
+
+void SchedulerCore::ReleaseTask(Task* task) noexcept
+{
+    if (task->references.fetch_sub(1, std::memory_order_acq_rel) != 1)
+        return;
+    StackMemory stack = task->stack;
+    task->~Task();
+    ReturnStack(stack);
+    if (allocated.fetch_sub(1, std::memory_order_acq_rel) == 1 && orphaned.load(std::memory_order_acquire))
+        delete this;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The switch away from a running task
+
+void SwitchAway(Task* self, PostSwitch action, SchedulerCore* target) noexcept
+{
+    Worker* worker = CurrentThread().worker;
+    TC_CHECK(action == PostSwitch::Finish || ExecutorScope::Innermost() == worker->taskScope,
+             "ExecutorScope held across a suspension",
+             "a task suspended while an ExecutorScope it opened was still alive");
+    CheckCanary(self);
+    worker->post = action;
+    worker->postTask = self;
+    worker->postTarget = target;
+    SchedulerCore* core = worker->core;
+    if (core->taskHooks)
+        CallTaskHook(core->options.hooks.taskLeave, self);
+    Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
+    const bool finished = action == PostSwitch::Finish;
+    if (next)
+    {
+        // Straight to the next ready task: one switch, and its first act is our post action.
+        worker->current = next;
+        if (core->taskHooks)
+            CallTaskHook(core->options.hooks.taskEnter, next);
+        SwitchContext(self->context, next->context, finished);
+    }
+    else
+    {
+        worker->current = nullptr;
+        SwitchContext(self->context, worker->context, finished);
+    }
+    // Running again, perhaps on another thread: do what the context we came from asked.
+    Worker& now = *CurrentThread().worker;
+    now.core->RunPostSwitch(now);
+}
+} // namespace TC::detail
+
+// =============================================================================================
+// Public API
+
+namespace TC
+{
+using namespace detail;
+
+Scheduler::Scheduler(SchedulerOptions options)
+    : core_(std::make_unique<SchedulerCore>(this, std::move(options)))
+{
+}
+
+Scheduler::Scheduler(unsigned workerCount)
+    : Scheduler([workerCount] {
+          SchedulerOptions options;
+          options.workerCount = workerCount;
+          return options;
+      }())
+{
+}
+
+Scheduler::~Scheduler()
+{
+    core_->Shutdown();
+    if (core_->allocated.load(std::memory_order_acquire) != 0)
+    {
+        // JoinHandles still hold finished tasks: the last of them frees the core.
+        SchedulerCore* core = core_.release();
+        core->orphaned.store(true, std::memory_order_release);
+        if (core->allocated.load(std::memory_order_acquire) == 0)
+            delete core;
+    }
+}
+
+Task* Scheduler::AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot)
+{
+    return core_->AllocateTask(options, body, slot);
+}
+
+void Scheduler::FreeUnstartedTask(Task* task) noexcept
+{
+    core_->FreeUnstartedTask(task);
+}
+
+Task* Scheduler::LaunchTask(Task* task) noexcept
+{
+    core_->Launch(task);
+    return task;
+}
+
+void Scheduler::Submit(std::coroutine_handle<> handle)
+{
+    Submit(handle, Priority::Normal);
+}
+
+void Scheduler::Submit(ParkedWork work)
+{
+    Submit(work.handle, Priority::Normal);
+}
+
+void Scheduler::Submit(std::coroutine_handle<> handle, Priority priority)
+{
+    core_->Enqueue(reinterpret_cast<std::uintptr_t>(handle.address()) | kCoroutineTag, priority);
+}
+
+PumpResult Scheduler::RunPending(std::size_t maxTasks, Priority lowest)
+{
+    core_->CheckHostThread(false);
+    return core_->Pump(maxTasks, lowest, 0, true);
+}
+
+PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
+{
+    core_->CheckHostThread(false);
+    const std::int64_t now = SteadyNowNanoseconds();
+    const std::int64_t deadline
+        = budget.IsInfinite() ? INT64_MAX : now + std::max<std::int64_t>(budget.Nanoseconds(), 1);
+    return core_->Pump(SIZE_MAX, lowest, deadline, false);
+}
+
+PumpResult Scheduler::RunUntilIdle(Priority lowest)
+{
+    core_->CheckHostThread(false);
+    return core_->Pump(SIZE_MAX, lowest, 0, false);
+}
+
+bool Scheduler::WaitForWork(Duration timeout)
+{
+    core_->CheckHostThread(false);
+    Worker& worker = core_->HostWorker();
+    if (core_->QueuedApprox(&worker, Priority::Normal) != 0)
+        return true;
+    const std::int64_t deadline
+        = timeout.IsInfinite() ? INT64_MAX : SteadyNowNanoseconds() + timeout.Nanoseconds();
+    for (;;)
+    {
+        core_->RegisterSleeper(worker.parker);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!core_->HasQueuedWork(Priority::Normal))
+        {
+            const std::int64_t left = deadline - SteadyNowNanoseconds();
+            if (left > 0)
+                SleepOnWord(worker.word, kWordWork,
+                            timeout.IsInfinite() ? Duration::Infinite() : Duration::FromNanoseconds(left));
+        }
+        core_->UnregisterSleeper(worker.parker);
+        if (core_->HasQueuedWork(Priority::Normal))
+            return true;
+        if (SteadyNowNanoseconds() >= deadline)
+            return false;
+    }
+}
+
+void Scheduler::RequestShutdown() noexcept
+{
+    core_->shutdownRequested.store(true, std::memory_order_release);
+}
+
+bool Scheduler::ShutdownRequested() const noexcept
+{
+    return core_->shutdownRequested.load(std::memory_order_acquire);
+}
+
+unsigned Scheduler::WorkerCount() const noexcept
+{
+    return core_->options.workerCount;
+}
+
+const std::string& Scheduler::Name() const noexcept
+{
+    return core_->options.name;
+}
+
+std::size_t Scheduler::LiveTasks() const noexcept
+{
+    return core_->live.load(std::memory_order_acquire);
+}
+
+Scheduler* Scheduler::Current() noexcept
+{
+    Worker* worker = CurrentThread().worker;
+    return worker ? worker->core->owner : nullptr;
+}
+
+void JoinHandle::Join()
+{
+    if (!task_)
+        throw std::logic_error("TC::JoinHandle::Join: the handle is empty (already joined, "
+                               "detached or moved from)");
+    Task* task = task_;
+    if (task->join.load(std::memory_order_acquire) != kJoinFinished)
+    {
+        struct JoinCallback final : ISuspendCallback
+        {
+            Task* task;
+            explicit JoinCallback(Task* t) : task(t) {}
+            void OnSuspended(SuspendedTask waiter) noexcept override
+            {
+                std::uintptr_t expected = kJoinRunning;
+                if (!task->join.compare_exchange_strong(
+                        expected, reinterpret_cast<std::uintptr_t>(waiter.Entry()),
+                        std::memory_order_acq_rel, std::memory_order_acquire))
+                    ResumeTask(waiter); // finished in the meantime
+            }
+        } callback(task);
+        SuspendTask(&callback);
+    }
+    std::exception_ptr error = std::move(task->error);
+    task_ = nullptr;
+    task->scheduler->ReleaseTask(task);
+    if (error)
+        std::rethrow_exception(error);
+}
+
+void JoinHandle::Detach() noexcept
+{
+    Task* task = std::exchange(task_, nullptr);
+    if (!task)
+        return;
+    std::uintptr_t expected = kJoinRunning;
+    if (!task->join.compare_exchange_strong(expected, kJoinDetached, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+    {
+        // Already finished: nobody will see what it threw.
+        if (task->error)
+            DetachedTaskFailed(task);
+    }
+    task->scheduler->ReleaseTask(task);
+}
+
+bool JoinHandle::IsFinished() const noexcept
+{
+    return task_ && task_->join.load(std::memory_order_acquire) == kJoinFinished;
+}
+
+void YieldTask()
+{
+    Task* task = CurrentTask();
+    if (!task)
+    {
+        std::this_thread::yield();
+        return;
+    }
+    SwitchAway(task, PostSwitch::Requeue, task->scheduler);
+}
+
+void MoveCurrentTaskTo(Scheduler& target, Priority priority)
+{
+    Task* task = CurrentTask();
+    if (!task)
+        throw std::logic_error("TC::MoveCurrentTaskTo: called outside a task");
+    SchedulerCore* destination = target.core_.get();
+    if (destination == task->scheduler)
+    {
+        task->priority = priority;
+        YieldTask();
+        return;
+    }
+    // The task now belongs to the destination: its live count, its queues, its stack pool.
+    destination->live.fetch_add(1, std::memory_order_relaxed);
+    destination->allocated.fetch_add(1, std::memory_order_relaxed);
+    SchedulerCore* source = task->scheduler;
+    task->scheduler = destination;
+    task->priority = priority;
+    source->live.fetch_sub(1, std::memory_order_acq_rel);
+    source->allocated.fetch_sub(1, std::memory_order_acq_rel);
+    SwitchAway(task, PostSwitch::Requeue, destination);
+}
+
+bool ShutdownRequested() noexcept
+{
+    Worker* worker = CurrentThread().worker;
+    return worker && worker->core->shutdownRequested.load(std::memory_order_acquire);
+}
+} // namespace TC

@@ -1,0 +1,131 @@
+#pragma once
+// SchedulerCore: the state behind a TC::Scheduler -- its queues, workers, sleepers and stacks.
+// One file, Scheduler.cpp, implements it; Suspend.cpp and ThreadWaiter.cpp call into it.
+
+#include "LocalQueue.h"
+#include "Parker.h"
+#include "Task.h"
+#include "ThreadState.h"
+#include "context/Context.h"
+
+#include <TC/Scheduler.h>
+
+#include <concurrentqueue.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace TC::detail
+{
+// What the context that was switched to must do for the one that switched away.
+enum class PostSwitch : std::uint8_t
+{
+    None,
+    Suspend,      // call OnSuspended for postTask
+    SuspendTimed, // call OnSuspended, then arm postTask's timer
+    Finish,       // postTask ended: release its stack
+    Requeue,      // queue postTask on postTarget (yield or move)
+};
+
+// A queued item: a Task* (bit 0 clear) or a coroutine frame address with bit 0 set.
+inline constexpr std::uintptr_t kCoroutineTag = 1;
+
+struct Worker
+{
+    SchedulerCore* core = nullptr;
+    unsigned index = 0;
+    bool directSwitch = true; // a suspending task switches straight to the next local task
+    ExecutionContext context;  // the worker loop's own context (its thread's stack)
+    LocalQueue local[2];       // by Priority; only this worker's thread touches them
+    Task* current = nullptr;
+    const ExecutorScope* taskScope = nullptr; // scope in force when the current task was entered
+    PostSwitch post = PostSwitch::None;
+    Task* postTask = nullptr;
+    SchedulerCore* postTarget = nullptr;
+    unsigned ticks = 0;
+    std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
+    Parker parker;
+    std::vector<StackMemory> stackCache; // default-size stacks released on this worker
+    std::thread thread;
+};
+
+class SchedulerCore
+{
+public:
+    SchedulerCore(Scheduler* owner, SchedulerOptions options);
+    ~SchedulerCore();
+
+    Scheduler* owner;
+    SchedulerOptions options;
+    IStackAllocator* allocator;
+    std::size_t defaultStackSize;
+    bool taskHooks;
+
+    // ---- queues ----
+    void Enqueue(std::uintptr_t item, Priority priority);
+    // Behind everything already queued (a yield or a move goes to the back of the line).
+    void EnqueueShared(std::uintptr_t item, Priority priority);
+    std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
+    Task* TryDequeueLocalTask(Worker& worker) noexcept;
+    bool HasQueuedWork(Priority lowest) const noexcept;
+    std::size_t QueuedApprox(const Worker* worker, Priority lowest) const noexcept;
+
+    // ---- sleeping ----
+    void RegisterSleeper(Parker& parker);
+    void UnregisterSleeper(Parker& parker) noexcept;
+    void WakeOne() noexcept;
+    void WakeAll() noexcept;
+
+    // ---- running ----
+    void RunItem(Worker& worker, std::uintptr_t item);
+    void RunPostSwitch(Worker& worker) noexcept;
+    void WorkerMain(Worker& worker);
+    PumpResult Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline, bool queuedAtStart);
+    Worker& HostWorker() noexcept { return *workers_[0]; }
+    bool HasWorkerThreads() const noexcept { return options.workerCount > 0; }
+    void CheckHostThread(bool forDestructor);
+
+    // ---- tasks ----
+    Task* AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot);
+    void FreeUnstartedTask(Task* task) noexcept;
+    void Launch(Task* task) noexcept;
+    void FinishTask(Task* task) noexcept;
+    void ReleaseTask(Task* task) noexcept;
+
+    void Shutdown();
+    std::atomic<bool> shutdownRequested{false};
+    std::atomic<bool> stopping{false};
+    std::atomic<std::size_t> live{0};      // started, not finished
+    std::atomic<std::size_t> allocated{0}; // task blocks not yet freed (held by a task or a handle)
+    std::atomic<bool> orphaned{false};     // the Scheduler is gone; the last release deletes this
+
+private:
+    StackMemory TakeStack(std::size_t size);
+    void ReturnStack(StackMemory stack) noexcept;
+    void Idle(Worker& worker);
+
+    moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::atomic<int> sleepers_{0};
+    std::mutex sleepLock_;
+    Parker* sleepList_ = nullptr;
+    std::atomic<bool> exit_{false};
+    std::atomic<bool> hostBound_{false};
+    std::thread::id hostThread_;
+    ThreadState* hostState_ = nullptr; // the host thread's state, unbound when this core goes
+    std::mutex stackLock_;
+    std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
+};
+
+// Switches the running task away; `action` tells the next context what to do for it. Returns
+// when the task runs again (possibly on another thread).
+void SwitchAway(Task* self, PostSwitch action, SchedulerCore* target = nullptr) noexcept;
+
+// The task running on this thread, or nullptr.
+Task* CurrentTask() noexcept;
+} // namespace TC::detail

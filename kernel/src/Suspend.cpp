@@ -1,0 +1,233 @@
+// The suspend protocol: SuspendTask, SuspendTaskFor, ResumeTask and their coroutine forms.
+//
+// Hot-path cost (release build, untimed, task waiter): SuspendTask is one context switch plus the
+// OnSuspended call; ResumeTask from the same worker is a non-atomic local queue push. The
+// primitive's own claims (exchange / compare-exchange) are the only read-modify-writes.
+
+#include "Resume.h"
+#include "SchedulerCore.h"
+#include "ThreadState.h"
+#include "Timers.h"
+
+#include <TC/Checked.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendAsync.h>
+
+namespace TC::detail
+{
+namespace
+{
+// The coroutine entry whose await_suspend is on this thread's stack right now, and whether a
+// ResumeTask for it arrived during its OnSuspended with no executor to go to.
+struct InlineResume
+{
+    SuspendedTaskEntry* suspending = nullptr;
+    bool requested = false;
+};
+thread_local InlineResume inlineResume;
+
+void MarkSuspended(SuspendedTaskEntry& entry) noexcept
+{
+#if TC_CHECKED
+    entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
+#else
+    (void)entry;
+#endif
+}
+
+void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
+{
+    TC_CHECK(thread.callbackDepth == 0, "wait inside a callback",
+             "SuspendTask/SuspendTaskFor (or a primitive's Wait) was called from OnSuspended or "
+             "OnTimeout, which run outside any task and must not suspend, yield or wait");
+    TC_CHECK(inTask || !thread.isWorkerThread, "wait from a place that cannot wait",
+             "SuspendTask was called on a scheduler worker thread outside a task (from a coroutine "
+             "or callback the scheduler runs); co_await SuspendTaskAsync instead");
+    (void)thread;
+    (void)inTask;
+}
+} // namespace
+
+void CallOnSuspended(SuspendedTaskEntry& entry) noexcept
+{
+    ThreadState& thread = CurrentThread();
+    ++thread.callbackDepth;
+    entry.callback_->OnSuspended(SuspendedTask(&entry));
+    --thread.callbackDepth;
+}
+
+void Reschedule(SuspendedTaskEntry* entry) noexcept
+{
+    switch (entry->kind_)
+    {
+    case WaiterKind::Task:
+    {
+        Task* task = TaskOf(entry);
+        try
+        {
+            task->scheduler->Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
+        }
+        catch (...)
+        {
+            ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
+        }
+        break;
+    }
+    case WaiterKind::Thread:
+    {
+        // The fetch_or is the last access to the waiter's word that it may still depend on; the
+        // futex wake after it only names the address (see Futex.h).
+        auto* word = static_cast<std::atomic<std::uint32_t>*>(entry->owner_);
+        if (word->fetch_or(kWordResumed, std::memory_order_acq_rel) & kWordSleeping)
+            FutexWake(word);
+        break;
+    }
+    case WaiterKind::Coroutine:
+    {
+        const auto handle = std::coroutine_handle<>::from_address(entry->owner_);
+        if (IExecutor* executor = entry->executor_)
+        {
+            executor->Submit(handle); // noexcept context: a refusing executor terminates
+            break;
+        }
+        if (inlineResume.suspending == entry)
+        {
+            inlineResume.requested = true; // its await_suspend will return false instead
+            break;
+        }
+        handle.resume();
+        break;
+    }
+    }
+}
+} // namespace TC::detail
+
+namespace TC
+{
+using namespace detail;
+
+void SuspendTask(ISuspendCallback* callback)
+{
+    ThreadState& thread = CurrentThread();
+    Task* task = thread.worker ? thread.worker->current : nullptr;
+    CheckCanWait(thread, task != nullptr);
+    if (task)
+    {
+        task->entry.callback_ = callback;
+        task->entry.timer_ = nullptr;
+        MarkSuspended(task->entry);
+        SwitchAway(task, PostSwitch::Suspend);
+        return;
+    }
+    ThreadWait(callback, Duration::Infinite());
+}
+
+bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout)
+{
+    if (timeout.IsInfinite() || !TimersEnabled())
+    {
+        SuspendTask(callback);
+        return true;
+    }
+    ThreadState& thread = CurrentThread();
+    Task* task = thread.worker ? thread.worker->current : nullptr;
+    CheckCanWait(thread, task != nullptr);
+    if (!task)
+        return ThreadWait(callback, timeout);
+    TimerNode node;
+    task->entry.callback_ = callback;
+    task->entry.timedOut_ = false;
+    PrepareTimer(task->entry, node, timeout);
+    MarkSuspended(task->entry);
+    SwitchAway(task, PostSwitch::SuspendTimed);
+    const bool resumed = SettleTimer(task->entry, node);
+    task->entry.timer_ = nullptr;
+    return resumed;
+}
+
+void ResumeTask(SuspendedTask task) noexcept
+{
+    SuspendedTaskEntry* entry = task.Entry();
+    TC_CHECK(entry != nullptr, "ResumeTask on a null handle", "ResumeTask(nullptr)");
+#if TC_CHECKED
+    const EntryState previous = entry->state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
+    TC_CHECK(previous != EntryState::Resumed, "handle resumed twice",
+             "ResumeTask received a handle that was already resumed (or taken back by OnTimeout); "
+             "claim each handle with an atomic exchange so exactly one resumer gets it");
+    TC_CHECK(previous == EntryState::Suspended, "ResumeTask on a handle that is not suspended",
+             "the handle's waiter is running; only a handle OnSuspended received may be resumed");
+#endif
+    if (TimerNode* timer = entry->timer_)
+        NoteTimerResume(*timer);
+    Reschedule(entry);
+}
+
+TaskHandle GetCurrentTask() noexcept
+{
+    ThreadState& thread = CurrentThread();
+    if (Task* task = thread.worker ? thread.worker->current : nullptr)
+        return TaskHandle(task);
+    thread.converted = true;
+    return TaskHandle(&thread);
+}
+
+bool IsInsideTask() noexcept
+{
+    return CurrentTask() != nullptr;
+}
+
+void ConvertCurrentThread() noexcept
+{
+    CurrentThread().converted = true;
+}
+
+namespace detail
+{
+void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle) noexcept
+{
+    entry.kind_ = WaiterKind::Coroutine;
+    entry.owner_ = handle.address();
+    entry.executor_ = CurrentExecutor();
+    entry.timedOut_ = false;
+    entry.timer_ = nullptr;
+}
+
+bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept
+{
+    entry.callback_ = callback;
+    MarkSuspended(entry);
+    const InlineResume saved = inlineResume;
+    inlineResume = {&entry, false};
+    CallOnSuspended(entry);
+    const bool stay = !inlineResume.requested;
+    inlineResume = saved;
+    return stay;
+}
+
+bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCallback* callback,
+                         Duration timeout) noexcept
+{
+    if (timeout.IsInfinite() || !TimersEnabled())
+        return SuspendCoroutine(entry, callback);
+    entry.callback_ = callback;
+    PrepareTimer(entry, timer, timeout);
+    MarkSuspended(entry);
+    const InlineResume saved = inlineResume;
+    inlineResume = {&entry, false};
+    CallOnSuspended(entry);
+    const bool stay = !inlineResume.requested;
+    inlineResume = saved;
+    ArmTimer(timer); // after this, a resumed coroutine may already be running elsewhere
+    return stay;
+}
+
+bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept
+{
+    if (entry.timer_ == nullptr)
+        return true; // untimed (no timers, or an infinite timeout)
+    const bool resumed = SettleTimer(entry, timer);
+    entry.timer_ = nullptr;
+    return resumed;
+}
+} // namespace detail
+} // namespace TC

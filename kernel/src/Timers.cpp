@@ -1,0 +1,302 @@
+// The timer thread and its intrusive pairing heap of deadlines (see Timers.h for the node states).
+//
+// Cost of a timed wait resumed early: arming takes the timer lock once and the waiter takes it
+// once more to unlink its node; the timer thread is notified only when a new deadline becomes the
+// earliest, so a deadline that is cancelled never wakes it on its own account.
+
+#include "Timers.h"
+
+#include "Futex.h"
+#include "Resume.h"
+#include "ThreadState.h"
+
+#include <TC/Checked.h>
+#include <TC/Suspend.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace TC::detail
+{
+std::int64_t SteadyNowNanoseconds() noexcept
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+namespace
+{
+// Pairing heap over TimerNode: child = first child, sibling = next sibling, prev = parent for a
+// first child and left sibling otherwise.
+TimerNode* Meld(TimerNode* a, TimerNode* b) noexcept
+{
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    if (b->deadline < a->deadline)
+        std::swap(a, b);
+    b->prev = a;
+    b->sibling = a->child;
+    if (a->child)
+        a->child->prev = b;
+    a->child = b;
+    return a;
+}
+
+TimerNode* MergePairs(TimerNode* first) noexcept
+{
+    TimerNode* pairs = nullptr;
+    while (first)
+    {
+        TimerNode* a = first;
+        TimerNode* b = a->sibling;
+        first = b ? b->sibling : nullptr;
+        a->sibling = a->prev = nullptr;
+        if (b)
+        {
+            b->sibling = b->prev = nullptr;
+            a = Meld(a, b);
+        }
+        a->sibling = pairs;
+        pairs = a;
+    }
+    TimerNode* result = nullptr;
+    while (pairs)
+    {
+        TimerNode* next = pairs->sibling;
+        pairs->sibling = nullptr;
+        result = Meld(result, pairs);
+        pairs = next;
+    }
+    return result;
+}
+
+class TimerService
+{
+public:
+    static TimerService& Instance()
+    {
+        static TimerService service;
+        return service;
+    }
+
+    void Start()
+    {
+        std::lock_guard lock(lock_);
+        if (thread_.joinable())
+            return;
+        thread_ = std::thread([this] { Run(); });
+        enabled_.store(true, std::memory_order_release);
+    }
+
+    bool Enabled() const noexcept { return enabled_.load(std::memory_order_acquire); }
+
+    void Arm(TimerNode& node) noexcept
+    {
+        bool notify = false;
+        {
+            std::lock_guard lock(lock_);
+            std::uint32_t state = node.state.load(std::memory_order_acquire);
+            for (;;)
+            {
+                const bool resumed = (state & kTimerResumed) != 0;
+                if (!resumed)
+                {
+                    node.child = node.sibling = node.prev = nullptr;
+                    root_ = Meld(root_, &node);
+                    notify = root_ == &node;
+                }
+                const std::uint32_t desired = (state & ~kTimerArming) | (resumed ? 0 : kTimerArmed);
+                // A ResumeTask may set kTimerResumed concurrently (it does not take the lock).
+                if (node.state.compare_exchange_strong(state, desired, std::memory_order_acq_rel,
+                                                       std::memory_order_acquire))
+                    break;
+                if (!resumed)
+                    Remove(node); // state changed under us: decide again
+                notify = false;
+            }
+        }
+        if (notify)
+            wake_.notify_one();
+    }
+
+    // The waiter runs again: make sure the timer thread is done with its node.
+    void Settle(TimerNode& node) noexcept
+    {
+        std::uint32_t state = node.state.load(std::memory_order_acquire);
+        if (state & kTimerDone)
+            return;
+        {
+            std::unique_lock lock(lock_);
+            while ((state = node.state.load(std::memory_order_acquire)) & kTimerArming)
+            {
+                lock.unlock();
+                CpuRelax();
+                lock.lock();
+            }
+            if (state & kTimerArmed)
+            {
+                Remove(node);
+                node.state.fetch_and(~kTimerArmed, std::memory_order_relaxed);
+                return;
+            }
+        }
+        if (state & kTimerFiring)
+        {
+            for (unsigned spins = 0; !(node.state.load(std::memory_order_acquire) & kTimerDone); ++spins)
+            {
+                if (spins < 1000)
+                    CpuRelax();
+                else
+                    std::this_thread::yield();
+            }
+        }
+    }
+
+private:
+    TimerService() = default;
+    ~TimerService()
+    {
+        {
+            std::lock_guard lock(lock_);
+            stop_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable())
+            thread_.join();
+    }
+
+    void Remove(TimerNode& node) noexcept
+    {
+        if (&node == root_)
+        {
+            root_ = MergePairs(node.child);
+            if (root_)
+                root_->prev = nullptr;
+        }
+        else
+        {
+            if (node.prev->child == &node)
+                node.prev->child = node.sibling;
+            else
+                node.prev->sibling = node.sibling;
+            if (node.sibling)
+                node.sibling->prev = node.prev;
+            TimerNode* children = MergePairs(node.child);
+            if (children)
+                children->prev = nullptr;
+            root_ = Meld(root_, children);
+        }
+        node.child = node.sibling = node.prev = nullptr;
+    }
+
+    void Run()
+    {
+        CurrentThread().isTimerThread = true;
+        std::unique_lock lock(lock_);
+        while (!stop_)
+        {
+            if (!root_)
+            {
+                wake_.wait(lock);
+                continue;
+            }
+            const std::int64_t now = SteadyNowNanoseconds();
+            if (root_->deadline > now)
+            {
+                wake_.wait_for(lock, std::chrono::nanoseconds(root_->deadline - now));
+                continue;
+            }
+            TimerNode& node = *root_;
+            Remove(node);
+            std::uint32_t state = node.state.load(std::memory_order_acquire);
+            while (!node.state.compare_exchange_weak(state, (state & ~kTimerArmed) | kTimerFiring,
+                                                     std::memory_order_acq_rel,
+                                                     std::memory_order_acquire))
+            {
+            }
+            lock.unlock();
+            Fire(node, state);
+            lock.lock();
+        }
+    }
+
+    static void Fire(TimerNode& node, std::uint32_t state) noexcept
+    {
+        if (state & kTimerResumed)
+        {
+            node.state.fetch_or(kTimerDone, std::memory_order_release);
+            return;
+        }
+        SuspendedTaskEntry* entry = node.entry;
+        ThreadState& thread = CurrentThread();
+        ++thread.callbackDepth;
+        const bool tookBack = entry->callback_->OnTimeout(SuspendedTask(entry));
+        --thread.callbackDepth;
+        if (!tookBack)
+        {
+            // A resumer has the handle; its ResumeTask makes the waiter runnable, and the waiter
+            // waits in SettleTimer until this store.
+            node.state.fetch_or(kTimerDone, std::memory_order_release);
+            return;
+        }
+#if TC_CHECKED
+        const EntryState previous = entry->state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
+        TC_CHECK(previous == EntryState::Suspended, "handle resumed twice",
+                 "OnTimeout returned true for a handle that a resumer had already passed to "
+                 "ResumeTask; OnTimeout must claim the handle with the same exchange as resumers");
+#endif
+        entry->timedOut_ = true;
+        node.state.fetch_or(kTimerDone, std::memory_order_release);
+        Reschedule(entry); // the last access to the entry
+    }
+
+    std::mutex lock_;
+    std::condition_variable wake_;
+    TimerNode* root_ = nullptr;
+    bool stop_ = false;
+    std::atomic<bool> enabled_{false};
+    std::thread thread_;
+};
+} // namespace
+
+void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept
+{
+    const std::int64_t now = SteadyNowNanoseconds();
+    const std::int64_t ns = timeout.Nanoseconds();
+    node.deadline = ns > INT64_MAX - now ? INT64_MAX : now + ns;
+    node.child = node.sibling = node.prev = nullptr;
+    node.entry = &entry;
+    node.state.store(kTimerArming, std::memory_order_relaxed);
+    entry.timedOut_ = false;
+    entry.timer_ = &node;
+}
+
+void ArmTimer(TimerNode& node) noexcept
+{
+    TimerService::Instance().Arm(node);
+}
+
+bool SettleTimer(SuspendedTaskEntry& entry, TimerNode& node) noexcept
+{
+    TimerService::Instance().Settle(node);
+    return !entry.timedOut_;
+}
+} // namespace TC::detail
+
+namespace TC
+{
+void EnableTimers()
+{
+    detail::TimerService::Instance().Start();
+}
+
+bool TimersEnabled() noexcept
+{
+    return detail::TimerService::Instance().Enabled();
+}
+} // namespace TC

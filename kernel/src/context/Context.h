@@ -1,0 +1,41 @@
+#pragma once
+// The one small interface the rest of the kernel sees for switching stacks: an ExecutionContext,
+// MakeContext to prepare a fresh one and SwitchContext to move between two. Backends:
+// Switch_x86_64_sysv.S / Switch_aarch64.S with ContextAsm.cpp, or ContextUcontext.cpp.
+
+#include <cstddef>
+
+namespace TC::detail
+{
+struct BackendContext; // the backend's saved state
+
+struct ExecutionContext
+{
+    BackendContext* backend = nullptr; // asm: the saved stack pointer itself; ucontext: a ucontext_t
+    // Sanitizer bookkeeping (unused in plain builds).
+    const void* stackBottom = nullptr;
+    std::size_t stackSize = 0;
+    void* tsanFiber = nullptr;
+    bool ownsTsanFiber = false;
+};
+
+using ContextEntry = void (*)(void* argument);
+
+// Prepares `context` to run entry(argument) on [stackBase, stackBase + stackSize) the first time
+// it is switched to. `entry` must never return.
+void MakeContext(ExecutionContext& context, void* stackBase, std::size_t stackSize,
+                 void* stackTop, ContextEntry entry, void* argument);
+
+// Describes the calling thread's own stack as a context (for the sanitizers).
+void InitThreadContext(ExecutionContext& context);
+
+// Releases what MakeContext acquired (the ThreadSanitizer fiber); never for the running context.
+void DestroyContext(ExecutionContext& context) noexcept;
+
+// Saves the running state into `from` and continues `to`. Returns when something switches back.
+// `fromFinished`: `from` will never run again (lets AddressSanitizer drop its fake stack).
+void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished = false) noexcept;
+
+// Called first thing by a fresh context's entry (tells AddressSanitizer the switch completed).
+void OnContextStarted() noexcept;
+} // namespace TC::detail

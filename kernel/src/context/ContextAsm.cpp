@@ -1,0 +1,97 @@
+// MakeContext and SwitchContext over the assembly switch (Switch_<abi>.S).
+
+#include "context/Context.h"
+#include "context/ContextSanitizers.h"
+
+#include <cstdint>
+#include <cstring>
+
+extern "C" void TC_SwitchContext(void** saveSp, void* loadSp);
+extern "C" void TC_ContextStart();
+
+namespace TC::detail
+{
+namespace
+{
+#if defined(__x86_64__)
+// Mirrors the frame Switch_x86_64_sysv.S pops: control words, r15, r14, r13, r12, rbx, rbp, rip.
+struct InitialFrame
+{
+    std::uint32_t mxcsr;
+    std::uint16_t x87ControlWord;
+    std::uint16_t padding;
+    std::uint64_t r15, r14, r13, r12, rbx, rbp, rip;
+};
+static_assert(sizeof(InitialFrame) == 64, "Switch_x86_64_sysv.S pops exactly 64 bytes");
+
+void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
+{
+    std::memset(&frame, 0, sizeof frame);
+    // A fresh task starts with the creating thread's floating-point environment (rounding mode,
+    // FTZ/DAZ), as a new thread would.
+    asm volatile("stmxcsr %0" : "=m"(frame.mxcsr));
+    asm volatile("fnstcw %0" : "=m"(frame.x87ControlWord));
+    frame.r12 = reinterpret_cast<std::uint64_t>(argument);
+    frame.r13 = reinterpret_cast<std::uint64_t>(entry);
+    frame.rip = reinterpret_cast<std::uint64_t>(&TC_ContextStart);
+}
+#elif defined(__aarch64__)
+// Mirrors the frame Switch_aarch64.S loads: x19..x30, d8..d15, fpcr, padding.
+struct InitialFrame
+{
+    std::uint64_t x[12]; // x19..x30
+    std::uint64_t d[8];  // d8..d15
+    std::uint64_t fpcr;
+    std::uint64_t padding;
+};
+static_assert(sizeof(InitialFrame) == 176, "Switch_aarch64.S loads exactly 176 bytes");
+
+void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
+{
+    std::memset(&frame, 0, sizeof frame);
+    std::uint64_t fpcr = 0;
+    asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+    frame.fpcr = fpcr;
+    frame.x[0] = reinterpret_cast<std::uint64_t>(argument);         // x19
+    frame.x[1] = reinterpret_cast<std::uint64_t>(entry);            // x20
+    frame.x[11] = reinterpret_cast<std::uint64_t>(&TC_ContextStart); // x30
+}
+#else
+#error "ContextAsm.cpp is built only for x86-64 and AArch64; configure with TC_CONTEXT=ucontext"
+#endif
+} // namespace
+
+void MakeContext(ExecutionContext& context, void* stackBase, std::size_t stackSize, void* stackTop,
+                 ContextEntry entry, void* argument)
+{
+    auto top = reinterpret_cast<std::uintptr_t>(stackTop) & ~std::uintptr_t{15};
+    auto* frame = reinterpret_cast<InitialFrame*>(top - sizeof(InitialFrame));
+    FillInitialFrame(*frame, entry, argument);
+    context.backend = reinterpret_cast<BackendContext*>(frame);
+    DescribeFiberStack(context, stackBase, stackSize);
+}
+
+void InitThreadContext(ExecutionContext& context)
+{
+    DescribeThreadStack(context);
+}
+
+void DestroyContext(ExecutionContext& context) noexcept
+{
+    ReleaseFiber(context);
+    context.backend = nullptr;
+}
+
+void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished) noexcept
+{
+    SwitchAnnotation annotation;
+    annotation.Before(to, fromFinished);
+    TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend);
+    annotation.After();
+}
+
+void OnContextStarted() noexcept
+{
+    SwitchAnnotation{}.After();
+}
+} // namespace TC::detail

@@ -1,0 +1,61 @@
+/* Context switch for AArch64 (AAPCS64).
+ *
+ * void TC_SwitchContext(void** saveSp, void* loadSp)
+ *   Saves the callee-saved set the ABI names -- x19-x28, the frame pointer x29, the link
+ *   register x30, the low halves d8-d15 of v8-v15 -- and FPCR on the current stack, stores sp to
+ *   *saveSp, loads loadSp and restores the same set. Frame layout (ContextAsm.cpp mirrors it):
+ *     [sp+0]   x19 x20 ... [sp+80] x29 x30   [sp+96] d8 ... d15   [sp+160] fpcr   (176 bytes)
+ */
+    .text
+    .globl  TC_SwitchContext
+    .type   TC_SwitchContext, %function
+    .p2align 4
+TC_SwitchContext:
+    .cfi_startproc
+    sub     sp, sp, #176
+    stp     x19, x20, [sp, #0]
+    stp     x21, x22, [sp, #16]
+    stp     x23, x24, [sp, #32]
+    stp     x25, x26, [sp, #48]
+    stp     x27, x28, [sp, #64]
+    stp     x29, x30, [sp, #80]
+    stp     d8,  d9,  [sp, #96]
+    stp     d10, d11, [sp, #112]
+    stp     d12, d13, [sp, #128]
+    stp     d14, d15, [sp, #144]
+    mrs     x9, fpcr
+    str     x9, [sp, #160]
+    mov     x9, sp
+    str     x9, [x0]
+    mov     sp, x1
+    ldr     x9, [sp, #160]
+    msr     fpcr, x9
+    ldp     x19, x20, [sp, #0]
+    ldp     x21, x22, [sp, #16]
+    ldp     x23, x24, [sp, #32]
+    ldp     x25, x26, [sp, #48]
+    ldp     x27, x28, [sp, #64]
+    ldp     x29, x30, [sp, #80]
+    ldp     d8,  d9,  [sp, #96]
+    ldp     d10, d11, [sp, #112]
+    ldp     d12, d13, [sp, #128]
+    ldp     d14, d15, [sp, #144]
+    add     sp, sp, #176
+    ret
+    .cfi_endproc
+    .size   TC_SwitchContext, .-TC_SwitchContext
+
+/* First code a fresh context runs: x19 holds the argument, x20 the entry, which never returns. */
+    .globl  TC_ContextStart
+    .type   TC_ContextStart, %function
+    .p2align 4
+TC_ContextStart:
+    .cfi_startproc
+    .cfi_undefined x30
+    mov     x0, x19
+    blr     x20
+    brk     #0
+    .cfi_endproc
+    .size   TC_ContextStart, .-TC_ContextStart
+
+    .section .note.GNU-stack,"",%progbits

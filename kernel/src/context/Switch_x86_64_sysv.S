@@ -1,0 +1,56 @@
+/* Context switch for x86-64, System V ABI (Linux, BSD, macOS-style ELF/Mach-O not covered).
+ *
+ * void TC_SwitchContext(void** saveSp, void* loadSp)
+ *   Saves exactly what the ABI says a callee must preserve -- rbx, rbp, r12-r15, the MXCSR
+ *   control/status bits and the x87 control word -- on the current stack, stores the stack
+ *   pointer to *saveSp, loads loadSp and restores the same set from there. rip travels as the
+ *   return address. Frame layout at a saved stack pointer (ContextAsm.cpp mirrors it):
+ *     [sp+0]  MXCSR (low 4 bytes), x87 control word (next 2 bytes)
+ *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
+ *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
+ */
+    .text
+    .globl  TC_SwitchContext
+    .type   TC_SwitchContext, @function
+    .p2align 4
+TC_SwitchContext:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    movq    %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    addq    $8, %rsp
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %rbx
+    popq    %rbp
+    ret
+    .cfi_endproc
+    .size   TC_SwitchContext, .-TC_SwitchContext
+
+/* First code a fresh context runs: r12 holds the argument, r13 the entry function, which never
+ * returns. rsp is 16-byte aligned here, as the call requires. */
+    .globl  TC_ContextStart
+    .type   TC_ContextStart, @function
+    .p2align 4
+TC_ContextStart:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq    %r12, %rdi
+    callq   *%r13
+    ud2
+    .cfi_endproc
+    .size   TC_ContextStart, .-TC_ContextStart
+
+    .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,197 @@
+// The suspend protocol between tasks: publish after the task is off the processor, resume makes
+// it runnable where it was suspended, every handle reaches ResumeTask once.
+
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using namespace TC;
+using TestSupport::Mailbox;
+
+namespace
+{
+// Records what the task was doing when OnSuspended ran.
+struct ProbeCallback final : ISuspendCallback
+{
+    std::atomic<bool>* inTask = nullptr;
+    std::atomic<int> calls{0};
+    TaskHandle seenTask;
+    std::atomic<SuspendedTask> handle{nullptr};
+
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        ++calls;
+        seenTask = GetCurrentTask();
+        handle.store(task);
+    }
+};
+} // namespace
+
+TEST_CASE("SuspendedTask is a pointer-sized, trivially copyable atomic-friendly handle")
+{
+    STATIC_REQUIRE(sizeof(SuspendedTask) == sizeof(void*));
+    STATIC_REQUIRE(std::is_trivially_copyable_v<SuspendedTask>);
+    STATIC_REQUIRE(std::atomic<SuspendedTask>::is_always_lock_free);
+    SuspendedTask none = nullptr;
+    REQUIRE(none == nullptr);
+    REQUIRE_FALSE(static_cast<bool>(none));
+    SuspendedTaskEntry entry;
+    SuspendedTask some(&entry);
+    REQUIRE(some != nullptr);
+    REQUIRE(some.Entry() == &entry);
+    // The leading member is the primitive's intrusive link.
+    STATIC_REQUIRE(offsetof(SuspendedTaskEntry, next) == 0);
+}
+
+TEST_CASE("TaskHandle cannot be resumed")
+{
+    // ResumeTask(TaskHandle) is deleted; a SuspendedTask is not constructible from a TaskHandle.
+    STATIC_REQUIRE_FALSE(std::is_constructible_v<SuspendedTask, TaskHandle>);
+    STATIC_REQUIRE_FALSE(std::is_invocable_v<void (*)(SuspendedTask) noexcept, TaskHandle>);
+}
+
+TEST_CASE("OnSuspended runs after the task is off the processor, outside any task")
+{
+    for (unsigned workers : {0u, 1u, 2u})
+    {
+        CAPTURE(workers);
+        Scheduler scheduler(workers);
+        ProbeCallback probe;
+        std::atomic<bool> taskReturned{false};
+        TaskHandle self;
+        auto handle = scheduler.Start([&] {
+            self = GetCurrentTask();
+            SuspendTask(&probe);
+            taskReturned = true;
+        });
+        // Resume the handle once the callback has published it.
+        for (;;)
+        {
+            if (workers == 0)
+                scheduler.RunPending();
+            if (SuspendedTask task = probe.handle.exchange(nullptr))
+            {
+                REQUIRE_FALSE(taskReturned.load());
+                ResumeTask(task);
+                break;
+            }
+            std::this_thread::yield();
+        }
+        if (workers == 0)
+            scheduler.RunUntilIdle();
+        handle.Join();
+        REQUIRE(taskReturned);
+        REQUIRE(probe.calls == 1);
+        // Outside any task: the scheduler's thread, not the suspended task itself.
+        REQUIRE(probe.seenTask != self);
+    }
+}
+
+TEST_CASE("A resume that comes during OnSuspended (the re-check) is honoured")
+{
+    Scheduler scheduler(1);
+    struct Immediate final : ISuspendCallback
+    {
+        void OnSuspended(SuspendedTask task) noexcept override { ResumeTask(task); }
+    } immediate;
+    std::atomic<int> rounds{0};
+    auto handle = scheduler.Start([&] {
+        for (int i = 0; i < 1000; ++i)
+        {
+            SuspendTask(&immediate);
+            ++rounds;
+        }
+    });
+    handle.Join();
+    REQUIRE(rounds == 1000);
+}
+
+TEST_CASE("Ping-pong through two mailboxes on one worker and across workers")
+{
+    for (unsigned workers : {0u, 1u, 2u, 4u})
+    {
+        CAPTURE(workers);
+        Scheduler scheduler(workers);
+        Mailbox requests, replies;
+        const int rounds = 20000;
+        long sum = 0;
+        auto server = scheduler.Start([&] {
+            for (int request; (request = requests.Take()) > 0;)
+                replies.Put(request * 2);
+        });
+        auto client = scheduler.Start([&] {
+            for (int i = 1; i <= rounds; ++i)
+            {
+                requests.Put(i);
+                sum += replies.Take();
+            }
+            requests.Put(-1);
+        });
+        if (workers == 0)
+            scheduler.RunUntilIdle();
+        client.Join();
+        server.Join();
+        REQUIRE(sum == static_cast<long>(rounds) * (rounds + 1));
+    }
+}
+
+TEST_CASE("Resume from a foreign thread makes the task runnable on its own scheduler")
+{
+    Scheduler scheduler(2);
+    Mailbox box;
+    std::atomic<Scheduler*> ranOn{nullptr};
+    auto handle = scheduler.Start([&] {
+        REQUIRE(box.Take() == 7);
+        ranOn = Scheduler::Current();
+    });
+    std::thread other([&] { box.Put(7); });
+    other.join();
+    handle.Join();
+    REQUIRE(ranOn.load() == &scheduler);
+}
+
+TEST_CASE("Join rethrows what escaped the task")
+{
+    Scheduler scheduler(1);
+    auto handle = scheduler.Start([] { throw std::runtime_error("boom"); });
+    REQUIRE_THROWS_WITH(handle.Join(), "boom");
+    REQUIRE_FALSE(handle.Joinable());
+    REQUIRE_THROWS_AS(handle.Join(), std::logic_error);
+}
+
+TEST_CASE("A task joins another task")
+{
+    Scheduler scheduler(2);
+    std::atomic<int> value{0};
+    auto outer = scheduler.Start([&] {
+        auto inner = scheduler.Start([&] { value = 42; });
+        inner.Join();
+        REQUIRE(value == 42);
+        value = 43;
+    });
+    outer.Join();
+    REQUIRE(value == 43);
+}
+
+TEST_CASE("YieldTask lets the other ready tasks run")
+{
+    Scheduler scheduler(0);
+    std::vector<int> order;
+    auto a = scheduler.Start([&] {
+        order.push_back(1);
+        YieldTask();
+        order.push_back(3);
+    });
+    auto b = scheduler.Start([&] { order.push_back(2); });
+    scheduler.RunUntilIdle();
+    a.Join();
+    b.Join();
+    REQUIRE(order == std::vector<int>{1, 2, 3});
+}

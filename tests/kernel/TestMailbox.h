@@ -1,0 +1,78 @@
+#pragma once
+// The seed's Mailbox (guide "Custom primitives"), used across the kernel tests.
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <cstdlib>
+
+namespace TestSupport
+{
+// Holds one int (0 means empty) for one waiting task. Put may be called from any thread.
+class Mailbox : private TC::ISuspendCallback
+{
+public:
+    void Put(int value) noexcept
+    {
+        value_.store(value, std::memory_order_seq_cst);
+        if (auto waiter = waiter_.exchange(nullptr, std::memory_order_acq_rel))
+            TC::ResumeTask(waiter);
+    }
+
+    int Take() noexcept
+    {
+        int value;
+        while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
+            TC::SuspendTask(this);
+        return value;
+    }
+
+    bool Take(int& value, TC::Duration timeout) noexcept
+    {
+        while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
+            if (!TC::SuspendTaskFor(this, timeout))
+                return false;
+        return true;
+    }
+
+    TC::ISuspendCallback* Callback() noexcept { return this; }
+
+private:
+    void OnSuspended(TC::SuspendedTask task) noexcept override
+    {
+        waiter_.store(task, std::memory_order_seq_cst);
+        if (value_.load(std::memory_order_seq_cst) != 0)
+            if (auto waiter = waiter_.exchange(nullptr, std::memory_order_acq_rel))
+                TC::ResumeTask(waiter);
+    }
+
+    bool OnTimeout(TC::SuspendedTask task) noexcept override
+    {
+        TC::SuspendedTask expected = task;
+        return waiter_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+    }
+
+    std::atomic<int> value_{0};
+    std::atomic<TC::SuspendedTask> waiter_{nullptr};
+};
+
+// Operation counts scale down under sanitizers (TC_STRESS_SCALE=percent overrides).
+inline long Scaled(long count)
+{
+    long percent = 100;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    percent = 5;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    percent = 5;
+#endif
+#endif
+#ifndef NDEBUG
+    percent = percent > 20 ? 20 : percent;
+#endif
+    if (const char* text = std::getenv("TC_STRESS_SCALE"))
+        percent = std::atol(text);
+    const long scaled = count * percent / 100;
+    return scaled > 0 ? scaled : 1;
+}
+} // namespace TestSupport
