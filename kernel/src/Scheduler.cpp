@@ -22,7 +22,7 @@ namespace TC::detail
 namespace
 {
 constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
-constexpr std::size_t kStackCacheLimit = 64;
+constexpr std::size_t kStackCacheLimit = 16; // per worker; the rest goes to the shared pool
 constexpr unsigned kSpinIterations = 4000; // about 20 us of pause instructions
 constexpr unsigned kFairnessInterval = 61; // every 61st pick looks at the shared queue first
 
@@ -35,6 +35,22 @@ std::size_t PageSize() noexcept
 std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
 {
     return (value + to - 1) / to * to;
+}
+
+// TSan cannot see the queue's fences (tests/sanitizers/tsan.supp); these give it the
+// happens-before edge the queue really provides, from every enqueue to the dequeues after it.
+void TsanRelease([[maybe_unused]] const void* queue) noexcept
+{
+#if TC_TSAN
+    __tsan_release(const_cast<void*>(queue));
+#endif
+}
+
+void TsanAcquire([[maybe_unused]] const void* queue) noexcept
+{
+#if TC_TSAN
+    __tsan_acquire(const_cast<void*>(queue));
+#endif
 }
 
 std::size_t PriorityIndex(Priority priority) noexcept
@@ -216,7 +232,7 @@ void SchedulerCore::Shutdown()
                 break;
             Parker parker{&HostWorker().word};
             RegisterSleeper(parker);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
+            StoreLoadBarrier();
             if (!HasQueuedWork(Priority::Normal))
                 SleepOnWord(HostWorker().word, kWordWork, Duration(std::chrono::milliseconds(100)));
             UnregisterSleeper(parker);
@@ -266,7 +282,9 @@ void SchedulerCore::Enqueue(std::uintptr_t item, Priority priority)
 
 void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 {
-    if (!global_[PriorityIndex(priority)].enqueue(item))
+    auto& queue = global_[PriorityIndex(priority)];
+    TsanRelease(&queue);
+    if (!queue.enqueue(item))
         throw std::bad_alloc();
     WakeOne();
 }
@@ -279,11 +297,17 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
     for (std::size_t p = 0; p <= last; ++p)
     {
         if (globalFirst && global_[p].try_dequeue(item))
+        {
+            TsanAcquire(&global_[p]);
             return item;
+        }
         if ((item = worker.local[p].Pop()) != 0)
             return item;
         if (global_[p].try_dequeue(item))
+        {
+            TsanAcquire(&global_[p]);
             return item;
+        }
     }
     return 0;
 }
@@ -353,9 +377,21 @@ void SchedulerCore::UnregisterSleeper(Parker& parker) noexcept
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void SchedulerCore::StoreLoadBarrier() noexcept
+{
+#if TC_TSAN
+    // ThreadSanitizer does not model fences (GCC refuses them); a read-modify-write on the
+    // sleeper count orders the same two sides: both RMWs are in one modification order, so the
+    // later one synchronizes with the earlier.
+    sleepers_.fetch_add(0, std::memory_order_acq_rel);
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
 void SchedulerCore::WakeOne() noexcept
 {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    StoreLoadBarrier();
     if (sleepers_.load(std::memory_order_relaxed) == 0)
         return;
     // Woken under the lock: the sleeper unregisters under it too, so its parker (which may live
@@ -398,7 +434,7 @@ void SchedulerCore::Idle(Worker& worker)
         }
     }
     RegisterSleeper(worker.parker);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    StoreLoadBarrier();
     if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
     UnregisterSleeper(worker.parker);
@@ -592,6 +628,10 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
     auto* base = static_cast<unsigned char*>(stack.base);
     unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
     unsigned char* top = base + stack.size;
+#if TC_ASAN
+    // A pooled stack keeps the redzones of the frames its last task never unwound.
+    ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
+#endif
     auto* task = ::new (top - RoundUp(sizeof(Task), 64)) Task;
     auto callable = (reinterpret_cast<std::uintptr_t>(task) - body.size) & ~(body.alignment - 1);
     if (callable < reinterpret_cast<std::uintptr_t>(usable) + 2 * PageSize())
@@ -792,7 +832,7 @@ bool Scheduler::WaitForWork(Duration timeout)
     for (;;)
     {
         core_->RegisterSleeper(worker.parker);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        core_->StoreLoadBarrier();
         if (!core_->HasQueuedWork(Priority::Normal))
         {
             const std::int64_t left = deadline - SteadyNowNanoseconds();

@@ -79,6 +79,9 @@ public:
     void RegisterSleeper(Parker& parker);
     void UnregisterSleeper(Parker& parker) noexcept;
     void WakeOne() noexcept;
+    // Between a sleeper's registration and its queue re-check, and between a submitter's
+    // enqueue and its sleeper check: one of the two sides always sees the other.
+    void StoreLoadBarrier() noexcept;
     void WakeAll() noexcept;
 
     // ---- running ----

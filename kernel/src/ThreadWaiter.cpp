@@ -57,7 +57,7 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
         if (host)
         {
             host->RegisterSleeper(parker);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
+            host->StoreLoadBarrier();
             if (!host->HasQueuedWork(Priority::Normal))
                 SleepOnWord(word, kWordResumed | kWordWork);
             host->UnregisterSleeper(parker);

@@ -1,0 +1,154 @@
+// Checked mode: each broken rule fails at once with a message naming it. This suite links the
+// checked build of the kernel in every configuration, so it proves the checks in Release too.
+
+#include "DeathTest.h"
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <coroutine>
+#include <thread>
+
+using namespace TC;
+using TestSupport::RunInChild;
+
+namespace
+{
+struct Keep final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> task{nullptr};
+    void OnSuspended(SuspendedTask t) noexcept override { task.store(t); }
+};
+
+struct Detached
+{
+    struct promise_type
+    {
+        Detached get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+void RequireRule(const TestSupport::ChildResult& result, const char* rule)
+{
+    INFO("child stderr: " << result.stderrText);
+    REQUIRE(result.aborted);
+    REQUIRE(result.stderrText.find(std::string("TC checked mode: ") + rule) != std::string::npos);
+}
+} // namespace
+
+TEST_CASE("The checked kernel reports itself as checked")
+{
+    REQUIRE(IsCheckedBuild());
+}
+
+TEST_CASE("A handle resumed twice fails at once")
+{
+    auto result = RunInChild([] {
+        Scheduler scheduler(0);
+        Keep keep;
+        auto task = scheduler.Start([&] { SuspendTask(&keep); });
+        scheduler.RunPending();
+        SuspendedTask handle = keep.task.load();
+        ResumeTask(handle);
+        ResumeTask(handle);
+    });
+    RequireRule(result, "handle resumed twice");
+}
+
+TEST_CASE("ResumeTask on a handle that is not suspended fails at once")
+{
+    auto result = RunInChild([] {
+        SuspendedTaskEntry entry; // never handed out by OnSuspended
+        ResumeTask(SuspendedTask(&entry));
+    });
+    RequireRule(result, "ResumeTask on a handle that is not suspended");
+}
+
+TEST_CASE("A wait inside OnSuspended fails at once")
+{
+    auto result = RunInChild([] {
+        struct Nested final : ISuspendCallback
+        {
+            void OnSuspended(SuspendedTask) noexcept override
+            {
+                Keep inner;
+                SuspendTask(&inner);
+            }
+        } nested;
+        Scheduler scheduler(1);
+        scheduler.Start([&] { SuspendTask(&nested); }).Join();
+    });
+    RequireRule(result, "wait inside a callback");
+}
+
+TEST_CASE("A wait inside OnTimeout fails at once")
+{
+    auto result = RunInChild([] {
+        EnableTimers();
+        struct WaitsInTimeout final : ISuspendCallback
+        {
+            void OnSuspended(SuspendedTask) noexcept override {}
+            bool OnTimeout(SuspendedTask) noexcept override
+            {
+                Keep inner;
+                SuspendTask(&inner);
+                return true;
+            }
+        } callback;
+        SuspendTaskFor(&callback, std::chrono::milliseconds(1));
+    });
+    RequireRule(result, "wait inside a callback");
+}
+
+TEST_CASE("A blocking wait on a worker thread outside a task fails at once")
+{
+    auto result = RunInChild([] {
+        Scheduler scheduler(1);
+        std::atomic<bool> reached{false};
+        // Run the coroutine body on a worker thread (not inside a task).
+        struct Runner
+        {
+            static Detached Go(Scheduler* s, std::atomic<bool>* r)
+            {
+                co_await s->Schedule();
+                *r = true;
+                Keep keep;
+                SuspendTask(&keep);
+            }
+        };
+        Runner::Go(&scheduler, &reached);
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+    });
+    RequireRule(result, "wait from a place that cannot wait");
+}
+
+TEST_CASE("An ExecutorScope held across a suspension fails at once")
+{
+    auto result = RunInChild([] {
+        Scheduler scheduler(1);
+        struct Immediate final : ISuspendCallback
+        {
+            void OnSuspended(SuspendedTask t) noexcept override { ResumeTask(t); }
+        } immediate;
+        scheduler
+            .Start([&] {
+                ExecutorScope scope(&scheduler);
+                SuspendTask(&immediate);
+            })
+            .Join();
+    });
+    RequireRule(result, "ExecutorScope held across a suspension");
+}
+
+TEST_CASE("ResumeTask(nullptr) fails at once")
+{
+    auto result = RunInChild([] { ResumeTask(SuspendedTask(nullptr)); });
+    RequireRule(result, "ResumeTask on a null handle");
+}

@@ -1,0 +1,143 @@
+// Converted threads: any OS thread waits through the same protocol as a task, on the same
+// callback objects, explicitly converted or on its first wait.
+
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <coroutine>
+#include <thread>
+
+using namespace TC;
+using TestSupport::Mailbox;
+
+namespace
+{
+struct Detached
+{
+    struct promise_type
+    {
+        Detached get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+// Counts waiters on one callback object, whatever kind they are.
+struct SharedGate final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> slots[3];
+    std::atomic<int> published{0};
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        for (auto& slot : slots)
+        {
+            SuspendedTask empty = nullptr;
+            if (slot.compare_exchange_strong(empty, task))
+                break;
+        }
+        ++published;
+    }
+    void OpenAll()
+    {
+        for (auto& slot : slots)
+            if (SuspendedTask task = slot.exchange(nullptr))
+                ResumeTask(task);
+    }
+};
+
+Detached CoroutineWaiter(SharedGate* gate, std::atomic<int>* done)
+{
+    co_await SuspendTaskAsync(gate);
+    ++*done;
+}
+} // namespace
+
+TEST_CASE("The main thread waits on a mailbox filled by a task")
+{
+    Scheduler scheduler(1);
+    Mailbox box;
+    auto task = scheduler.Start([&] { box.Put(5); });
+    REQUIRE(box.Take() == 5);
+    task.Join();
+}
+
+TEST_CASE("A task, a converted thread and a coroutine wait on the same callback object")
+{
+    Scheduler scheduler(1);
+    SharedGate gate;
+    std::atomic<int> done{0};
+    auto task = scheduler.Start([&] {
+        SuspendTask(&gate);
+        ++done;
+    });
+    std::thread thread([&] {
+        ConvertCurrentThread();
+        SuspendTask(&gate);
+        ++done;
+    });
+    CoroutineWaiter(&gate, &done); // no executor here: resumed inline by whoever resumes it
+    while (gate.published < 3)
+        std::this_thread::yield();
+    REQUIRE(done == 0);
+    gate.OpenAll();
+    task.Join();
+    thread.join();
+    REQUIRE(done == 3);
+}
+
+TEST_CASE("GetCurrentTask names a converted thread, stably, and differs per thread")
+{
+    TaskHandle here = GetCurrentTask();
+    REQUIRE(here);
+    REQUIRE(GetCurrentTask() == here);
+    REQUIRE_FALSE(IsInsideTask());
+    TaskHandle there;
+    std::thread other([&] { there = GetCurrentTask(); });
+    other.join();
+    REQUIRE(there != here);
+}
+
+TEST_CASE("Many threads ping-pong with tasks through mailboxes")
+{
+    Scheduler scheduler(2);
+    const int pairs = 4;
+    const int rounds = static_cast<int>(TestSupport::Scaled(20000));
+    std::vector<std::unique_ptr<Mailbox>> requests, replies;
+    std::vector<JoinHandle> servers;
+    for (int i = 0; i < pairs; ++i)
+    {
+        requests.push_back(std::make_unique<Mailbox>());
+        replies.push_back(std::make_unique<Mailbox>());
+    }
+    for (int i = 0; i < pairs; ++i)
+    {
+        servers.push_back(scheduler.Start([&, i] {
+            for (int request; (request = requests[i]->Take()) > 0;)
+                replies[i]->Put(request + 1);
+        }));
+    }
+    std::vector<std::thread> clients;
+    std::atomic<long> total{0};
+    for (int i = 0; i < pairs; ++i)
+        clients.emplace_back([&, i] {
+            long sum = 0;
+            for (int r = 1; r <= rounds; ++r)
+            {
+                requests[i]->Put(r);
+                sum += replies[i]->Take();
+            }
+            requests[i]->Put(-1);
+            total += sum;
+        });
+    for (auto& client : clients)
+        client.join();
+    for (auto& server : servers)
+        server.Join();
+    REQUIRE(total == pairs * (static_cast<long>(rounds) * (rounds + 1) / 2 + rounds));
+}

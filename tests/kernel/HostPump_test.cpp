@@ -1,0 +1,227 @@
+// Schedulers pumped by their host: RunPending, RunFor's budget, RunUntilIdle, WaitForWork,
+// priorities, the host-thread rule and nested waits on the host.
+
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <algorithm>
+#include <atomic>
+#include <coroutine>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace TC;
+using namespace std::chrono_literals;
+using TestSupport::Mailbox;
+
+TEST_CASE("RunPending runs what was queued when it began, and reports what is left")
+{
+    Scheduler host(0);
+    int ran = 0;
+    std::vector<JoinHandle> tasks;
+    for (int i = 0; i < 3; ++i)
+        tasks.push_back(host.Start([&] {
+            ++ran;
+            YieldTask(); // requeued behind: not part of this RunPending
+            ++ran;
+        }));
+    PumpResult first = host.RunPending();
+    REQUIRE(first.ran == 3);
+    REQUIRE(ran == 3);
+    REQUIRE(first.pending == 3);
+    PumpResult second = host.RunPending(2);
+    REQUIRE(second.ran == 2);
+    REQUIRE(second.pending == 1);
+    host.RunUntilIdle();
+    REQUIRE(ran == 6);
+    for (auto& task : tasks)
+        task.Join();
+}
+
+TEST_CASE("RunFor checks its budget between tasks, runs at least one, overruns by one at most")
+{
+    using Clock = std::chrono::steady_clock;
+    Scheduler host(0);
+    std::vector<Clock::time_point> starts;
+    std::vector<JoinHandle> tasks;
+    for (int i = 0; i < 20; ++i)
+        tasks.push_back(host.Start([&] {
+            starts.push_back(Clock::now());
+            std::this_thread::sleep_for(2ms);
+        }));
+    // A zero budget still runs one task.
+    PumpResult none = host.RunFor(Duration::Zero());
+    REQUIRE(none.ran == 1);
+    REQUIRE(none.left == Duration::Zero());
+    // Every task after the first starts before the deadline: the overrun is the last task alone.
+    starts.clear();
+    const auto begin = Clock::now();
+    PumpResult some = host.RunFor(7ms);
+    const auto deadline = begin + 7ms;
+    REQUIRE(some.ran >= 1);
+    REQUIRE(some.ran == starts.size());
+    for (std::size_t i = 1; i < starts.size(); ++i)
+        REQUIRE(starts[i] < deadline);
+    REQUIRE(some.ran < 19); // 2 ms tasks cannot all fit in 7 ms
+    REQUIRE(some.pending == 20 - 1 - some.ran);
+    host.RunUntilIdle();
+    REQUIRE(starts.size() == 19);
+    for (auto& task : tasks)
+        task.Join();
+}
+
+TEST_CASE("Priorities: the host can run only this frame's work")
+{
+    Scheduler host(0);
+    std::vector<int> order;
+    auto background = host.Start([&] { order.push_back(2); }, {.name = "bg", .priority = Priority::Normal});
+    auto frame = host.Start([&] { order.push_back(1); }, {.name = "frame", .priority = Priority::High});
+    PumpResult high = host.RunPending(SIZE_MAX, Priority::High);
+    REQUIRE(high.ran == 1);
+    REQUIRE(order == std::vector<int>{1});
+    host.RunUntilIdle();
+    REQUIRE(order == std::vector<int>{1, 2});
+    background.Join();
+    frame.Join();
+}
+
+TEST_CASE("High priority work runs before normal work queued earlier")
+{
+    Scheduler host(0);
+    std::vector<int> order;
+    auto a = host.Start([&] { order.push_back(2); });
+    auto b = host.Start([&] { order.push_back(1); }, {.priority = Priority::High});
+    host.RunUntilIdle();
+    REQUIRE(order == std::vector<int>{1, 2});
+    a.Join();
+    b.Join();
+}
+
+TEST_CASE("WaitForWork wakes on a submission from another thread, and times out")
+{
+    Scheduler host(0);
+    REQUIRE_FALSE(host.WaitForWork(10ms));
+    std::atomic<bool> ran{false};
+    JoinHandle task;
+    std::thread submitter([&] {
+        std::this_thread::sleep_for(10ms);
+        task = host.Start([&] { ran = true; });
+    });
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(host.WaitForWork(10s));
+    REQUIRE(std::chrono::steady_clock::now() - start < 5s);
+    submitter.join();
+    host.RunUntilIdle();
+    REQUIRE(ran);
+    task.Join();
+}
+
+TEST_CASE("Only the host thread pumps a host scheduler; a worker scheduler is not pumped")
+{
+    Scheduler host(0);
+    host.RunPending();
+    std::thread other([&] { REQUIRE_THROWS_AS(host.RunPending(), std::logic_error); });
+    other.join();
+    Scheduler workers(1);
+    REQUIRE_THROWS_AS(workers.RunPending(), std::logic_error);
+}
+
+TEST_CASE("A host waiting on a mailbox keeps running its own work (nested wait)")
+{
+    Scheduler host(0);
+    host.RunPending(); // this thread is the host from now on
+    Mailbox box;
+    // The value comes from a task pinned to the host: without the nested pump this deadlocks.
+    auto producer = host.Start([&] { box.Put(11); });
+    REQUIRE(box.Take() == 11);
+    producer.Join();
+}
+
+namespace
+{
+// A coroutine that starts suspended; the host resumes it when it pumps.
+struct HostJob
+{
+    struct promise_type
+    {
+        HostJob get_return_object() noexcept
+        {
+            return {std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<> handle;
+};
+
+// Runs on the host's own stack and blocks as a converted thread: a nested wait.
+HostJob WaitThenPass(Mailbox* waitOn, Mailbox* passTo, int level, std::vector<int>* order,
+                     int* depth, int* deepest)
+{
+    ++*depth;
+    *deepest = std::max(*deepest, *depth);
+    const int value = waitOn->Take();
+    order->push_back(level);
+    --*depth;
+    passTo->Put(value);
+    co_return;
+}
+} // namespace
+
+TEST_CASE("Nested host waits three deep, each with host-pinned work queued")
+{
+    Scheduler host(0);
+    host.RunPending();
+    Mailbox level1, level2, level3;
+    std::vector<int> order;
+    int depth = 1; // the host's own wait below
+    int deepest = 1;
+    host.Submit(WaitThenPass(&level2, &level1, 2, &order, &depth, &deepest).handle);
+    host.Submit(WaitThenPass(&level3, &level2, 3, &order, &depth, &deepest).handle);
+    auto leaf = host.Start([&] { level3.Put(7); });
+    REQUIRE(level1.Take() == 7); // level 1: pumps job 2, which pumps job 3, which pumps the leaf
+    REQUIRE(deepest == 3);
+    REQUIRE(order == std::vector<int>{3, 2});
+    leaf.Join();
+}
+
+namespace
+{
+// glibc declares pthread_self const, so a compiler may read it once for a whole function; a task
+// that moves between threads must ask through something it cannot fold.
+[[gnu::noinline]] std::thread::id ThisThread()
+{
+    asm volatile("" ::: "memory");
+    return std::this_thread::get_id();
+}
+} // namespace
+
+TEST_CASE("MoveCurrentTaskTo runs the rest of a task on the host and back on the workers")
+{
+    Scheduler host(0);
+    Scheduler workers(2);
+    host.RunPending();
+    const auto hostThread = std::this_thread::get_id();
+    std::vector<std::thread::id> seen;
+    auto task = workers.Start([&] {
+        seen.push_back(ThisThread());
+        MoveCurrentTaskTo(host);
+        seen.push_back(ThisThread());
+        REQUIRE(Scheduler::Current() == &host);
+        MoveCurrentTaskTo(workers);
+        seen.push_back(ThisThread());
+        REQUIRE(Scheduler::Current() == &workers);
+    });
+    task.Join(); // the host pumps while it waits: the middle part runs here
+    REQUIRE(seen.size() == 3);
+    REQUIRE(seen[0] != hostThread);
+    REQUIRE(seen[1] == hostThread);
+    REQUIRE(seen[2] != hostThread);
+}

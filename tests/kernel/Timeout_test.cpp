@@ -1,0 +1,256 @@
+// SuspendTaskFor: the timeout race in both outcomes, zero timeouts, early resumes, and the same
+// for converted threads and coroutines.
+
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <thread>
+
+using namespace TC;
+using namespace std::chrono_literals;
+using TestSupport::Mailbox;
+
+namespace
+{
+struct TimersOn
+{
+    TimersOn() { EnableTimers(); }
+} timersOn;
+
+// OnTimeout answers "a resumer already has it"; the test then plays that resumer.
+struct ResumerHasIt final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> published{nullptr};
+    std::atomic<int> timeouts{0};
+    std::atomic<bool> resumedYet{false};
+
+    void OnSuspended(SuspendedTask task) noexcept override { published.store(task); }
+    bool OnTimeout(SuspendedTask task) noexcept override
+    {
+        REQUIRE(task == published.load()); // called while still suspended, with its handle
+        REQUIRE_FALSE(resumedYet.load());
+        ++timeouts;
+        return false;
+    }
+};
+
+// A minimal coroutine type for these tests: starts eagerly, frees itself at the end.
+struct Fire
+{
+    struct promise_type
+    {
+        Fire get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+} // namespace
+
+TEST_CASE("A timed wait that nobody ends returns false (OnTimeout took it back)")
+{
+    Scheduler scheduler(1);
+    Mailbox box;
+    bool got = true;
+    int value = -1;
+    const auto start = std::chrono::steady_clock::now();
+    auto task = scheduler.Start([&] { got = box.Take(value, 20ms); });
+    task.Join();
+    REQUIRE_FALSE(got);
+    REQUIRE(std::chrono::steady_clock::now() - start >= 20ms);
+    // The mailbox still works afterwards: its waiter slot was cleared by OnTimeout.
+    auto again = scheduler.Start([&] { got = box.Take(value, 5s); });
+    box.Put(9);
+    again.Join();
+    REQUIRE(got);
+    REQUIRE(value == 9);
+}
+
+TEST_CASE("OnTimeout returning false makes the wait last until the resumer's ResumeTask")
+{
+    Scheduler scheduler(1);
+    ResumerHasIt callback;
+    std::atomic<int> result{-1};
+    auto task = scheduler.Start([&] { result = SuspendTaskFor(&callback, 5ms) ? 1 : 0; });
+    while (callback.timeouts == 0)
+        std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms); // the deadline passed long ago; the task must still wait
+    REQUIRE(result == -1);
+    callback.resumedYet = true;
+    ResumeTask(callback.published.exchange(nullptr));
+    task.Join();
+    REQUIRE(result == 1);
+    REQUIRE(callback.timeouts == 1);
+}
+
+TEST_CASE("A zero or negative timeout times out at once unless already resumed")
+{
+    Scheduler scheduler(1);
+    Mailbox box;
+    int value = 0;
+    bool got = true;
+    scheduler.Start([&] { got = box.Take(value, Duration::Zero()); }).Join();
+    REQUIRE_FALSE(got);
+    scheduler.Start([&] { got = box.Take(value, -5ms); }).Join();
+    REQUIRE_FALSE(got);
+    box.Put(3);
+    scheduler.Start([&] { got = box.Take(value, Duration::Zero()); }).Join();
+    REQUIRE(got);
+    REQUIRE(value == 3);
+    REQUIRE(Duration(-5ms) == Duration::Zero());
+}
+
+TEST_CASE("Infinite timeouts never expire")
+{
+    Scheduler scheduler(1);
+    Mailbox box;
+    int value = 0;
+    bool got = false;
+    auto task = scheduler.Start([&] { got = box.Take(value, Duration::Infinite()); });
+    std::this_thread::sleep_for(10ms);
+    box.Put(5);
+    task.Join();
+    REQUIRE(got);
+    REQUIRE(value == 5);
+}
+
+TEST_CASE("Timed waits resumed early, many times, from another task")
+{
+    for (unsigned workers : {1u, 2u})
+    {
+        CAPTURE(workers);
+        Scheduler scheduler(workers);
+        Mailbox requests, replies;
+        const int rounds = static_cast<int>(TestSupport::Scaled(200000));
+        long sum = 0;
+        int timeouts = 0;
+        auto server = scheduler.Start([&] {
+            for (int request; (request = requests.Take()) > 0;)
+                replies.Put(request);
+        });
+        auto client = scheduler.Start([&] {
+            for (int i = 1; i <= rounds; ++i)
+            {
+                requests.Put(i);
+                int value = 0;
+                if (!replies.Take(value, 10s))
+                    ++timeouts;
+                sum += value;
+            }
+            requests.Put(-1);
+        });
+        client.Join();
+        server.Join();
+        REQUIRE(timeouts == 0);
+        REQUIRE(sum == static_cast<long>(rounds) * (rounds + 1) / 2);
+    }
+}
+
+TEST_CASE("Timeouts racing resumes: every value arrives exactly once")
+{
+    Scheduler scheduler(2);
+    Mailbox data, ack;
+    const int values = static_cast<int>(TestSupport::Scaled(20000));
+    long received = 0;
+    long timeouts = 0;
+    auto consumer = scheduler.Start([&] {
+        int count = 0;
+        while (count < values)
+        {
+            int value = 0;
+            if (data.Take(value, std::chrono::microseconds(20)))
+            {
+                received += value;
+                ++count;
+                ack.Put(1);
+            }
+            else
+                ++timeouts;
+        }
+    });
+    std::thread producer([&] {
+        for (int i = 1; i <= values; ++i)
+        {
+            data.Put(i);
+            (void)ack.Take(); // converted thread wait
+        }
+    });
+    producer.join();
+    consumer.Join();
+    REQUIRE(received == static_cast<long>(values) * (values + 1) / 2);
+    INFO("timeouts seen: " << timeouts);
+    SUCCEED();
+}
+
+TEST_CASE("A converted thread's timed wait times out and is resumed early")
+{
+    Mailbox box;
+    int value = 0;
+    REQUIRE_FALSE(box.Take(value, 10ms));
+    std::thread other([&] {
+        std::this_thread::sleep_for(5ms);
+        box.Put(4);
+    });
+    REQUIRE(box.Take(value, 10s));
+    REQUIRE(value == 4);
+    other.join();
+}
+
+namespace
+{
+Fire TimedCoroutine(ISuspendCallback* callback, Duration timeout, std::atomic<int>* result)
+{
+    const bool resumed = co_await SuspendTaskForAsync(callback, timeout);
+    *result = resumed ? 1 : 0;
+}
+
+struct SlotCallback final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> slot{nullptr};
+    void OnSuspended(SuspendedTask task) noexcept override { slot.store(task); }
+    bool OnTimeout(SuspendedTask task) noexcept override
+    {
+        SuspendedTask expected = task;
+        return slot.compare_exchange_strong(expected, nullptr);
+    }
+};
+} // namespace
+
+TEST_CASE("A coroutine's timed wait: timeout and early resume, back on its executor")
+{
+    Scheduler scheduler(0);
+    SlotCallback callback;
+    std::atomic<int> result{-1};
+    // Timeout: the coroutine starts on the host scheduler (its executor) and times out.
+    {
+        ExecutorScope scope(&scheduler);
+        TimedCoroutine(&callback, 5ms, &result);
+    }
+    REQUIRE(result == -1);
+    while (result == -1)
+    {
+        scheduler.WaitForWork(100ms);
+        scheduler.RunPending();
+    }
+    REQUIRE(result == 0);
+
+    // Early resume from another thread: it runs only when the host pumps.
+    result = -1;
+    {
+        ExecutorScope scope(&scheduler);
+        TimedCoroutine(&callback, 10s, &result);
+    }
+    std::thread resumer([&] { ResumeTask(callback.slot.exchange(nullptr)); });
+    resumer.join();
+    REQUIRE(result == -1);
+    scheduler.WaitForWork(1s);
+    scheduler.RunPending();
+    REQUIRE(result == 1);
+}
