@@ -87,7 +87,8 @@ void Reschedule(SuspendedTaskEntry* entry) noexcept
         const auto handle = std::coroutine_handle<>::from_address(entry->owner_);
         if (IExecutor* executor = entry->executor_)
         {
-            executor->Submit(handle); // noexcept context: a refusing executor terminates
+            // noexcept context: an executor that refuses (throws) terminates the process.
+            executor->Submit(ParkedWork{handle, std::coroutine_handle<>::from_address(entry->abandon_)});
             break;
         }
         if (inlineResume.suspending == entry)
@@ -183,11 +184,15 @@ void ConvertCurrentThread() noexcept
 
 namespace detail
 {
-void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle) noexcept
+void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
+                           std::coroutine_handle<> abandon, std::shared_ptr<void>& keepAlive) noexcept
 {
     entry.kind_ = WaiterKind::Coroutine;
     entry.owner_ = handle.address();
+    entry.abandon_ = abandon.address();
     entry.executor_ = CurrentExecutor();
+    if (entry.executor_)
+        keepAlive = entry.executor_->KeepAlive();
     entry.timedOut_ = false;
     entry.timer_ = nullptr;
 }

@@ -3,6 +3,7 @@
 // to, and how an executor states that it is the one running the current work.
 
 #include <coroutine>
+#include <memory>
 #include <utility>
 
 namespace TC
@@ -35,6 +36,13 @@ class IExecutor
 public:
     virtual void Submit(std::coroutine_handle<> handle) = 0;
     virtual void Submit(ParkedWork work) = 0;
+
+    // What a coroutine parked on this executor holds until it is handed back, so that a
+    // resumer submitting later never reaches a destroyed executor (a strand's shared state, say,
+    // whose owner went away while the coroutine waited). The default holds nothing: executors
+    // that outlive every coroutine they run (a Scheduler) need no reference. Called once per
+    // park of a coroutine (SuspendTaskAsync and everything built on it).
+    virtual std::shared_ptr<void> KeepAlive() noexcept { return {}; }
 
 protected:
     IExecutor() = default;

@@ -8,8 +8,10 @@
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendedTask.h>
 
+#include <concepts>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 
 namespace TC
 {
@@ -26,7 +28,22 @@ struct TimerNode
     SuspendedTaskEntry* entry = nullptr;
 };
 
-void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle) noexcept;
+void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
+                           std::coroutine_handle<> abandon,
+                           std::shared_ptr<void>& keepAlive) noexcept;
+
+// A promise that knows the root of an await chain nobody owns (a DetachedTask at the bottom)
+// answers UnownedRoot(); an executor that drops the parked coroutine frees that root.
+template <class Promise>
+std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> handle) noexcept
+{
+    if constexpr (requires(const Promise& p) {
+                      { p.UnownedRoot() } -> std::convertible_to<std::coroutine_handle<>>;
+                  })
+        return handle.promise().UnownedRoot();
+    else
+        return nullptr;
+}
 // Both return false when the coroutine was resumed during OnSuspended and had no executor to go
 // to: await_suspend then returns false and the coroutine continues at once, on this thread.
 bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
@@ -38,7 +55,9 @@ bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexc
 
 // co_await it: runs callback->OnSuspended(handle) from await_suspend, and resumes the coroutine
 // when the handle reaches ResumeTask -- through CurrentExecutor() as it was at the suspension,
-// or inline on the resuming thread when there was none. The awaiter must be awaited at once.
+// or inline on the resuming thread when there was none. While parked it holds that executor's
+// KeepAlive() reference, and hands the executor the chain's unowned root (if its promise names
+// one) so an executor that drops it frees the chain. The awaiter must be awaited at once.
 class [[nodiscard("co_await it: SuspendTaskAsync does nothing otherwise")]] SuspendAwaiter
 {
 public:
@@ -47,9 +66,10 @@ public:
     SuspendAwaiter& operator=(const SuspendAwaiter&) = delete;
 
     bool await_ready() const noexcept { return false; }
-    bool await_suspend(std::coroutine_handle<> handle) noexcept
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {
-        detail::PrepareCoroutineEntry(entry_, handle);
+        detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
         return detail::SuspendCoroutine(entry_, callback_);
     }
     void await_resume() const noexcept {}
@@ -57,6 +77,7 @@ public:
 private:
     ISuspendCallback* callback_;
     SuspendedTaskEntry entry_;
+    std::shared_ptr<void> keepAlive_;
 };
 
 // The timed form: co_await yields true if a ResumeTask ended the wait, false if it timed out.
@@ -71,9 +92,10 @@ public:
     SuspendForAwaiter& operator=(const SuspendForAwaiter&) = delete;
 
     bool await_ready() const noexcept { return false; }
-    bool await_suspend(std::coroutine_handle<> handle) noexcept
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {
-        detail::PrepareCoroutineEntry(entry_, handle);
+        detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
         return detail::SuspendCoroutineFor(entry_, timer_, callback_, timeout_);
     }
     bool await_resume() noexcept { return detail::FinishCoroutineTimedWait(entry_, timer_); }
@@ -83,6 +105,7 @@ private:
     Duration timeout_;
     SuspendedTaskEntry entry_;
     detail::TimerNode timer_;
+    std::shared_ptr<void> keepAlive_;
 };
 
 inline SuspendAwaiter SuspendTaskAsync(ISuspendCallback* callback) noexcept

@@ -53,6 +53,7 @@ struct SuspendedTaskEntry
     ISuspendCallback* callback_ = nullptr;
     void* owner_ = nullptr;        // Task*, ThreadWaiter* or coroutine frame address
     IExecutor* executor_ = nullptr; // coroutines: where ResumeTask submits the handle
+    void* abandon_ = nullptr;       // coroutines: root of an unowned chain, freed if dropped
     detail::TimerNode* timer_ = nullptr; // set while a timed wait is armed
 };
 
