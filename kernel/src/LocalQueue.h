@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace TC::detail
 {
@@ -19,6 +20,12 @@ public:
         if (tail_ - head_ == capacity_)
             Grow();
         slots_[tail_++ & (capacity_ - 1)] = item;
+    }
+
+    // Moves the item at `offset` from the front to the front (for seeded, shuffled pumping).
+    void SwapToFront(std::size_t offset) noexcept
+    {
+        std::swap(slots_[head_ & (capacity_ - 1)], slots_[(head_ + offset) & (capacity_ - 1)]);
     }
 
     std::uintptr_t Front() const noexcept

@@ -160,6 +160,8 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
         // A host pump returns to its loop after every task so it can check its budget.
         worker->directSwitch = options.workerCount > 0;
         worker->stackCache.reserve(kStackCacheLimit);
+        if (options.workerCount == 0)
+            worker->shuffleState = options.shuffleSeed;
         workers_.push_back(std::move(worker));
     }
     if (options.workerCount > 0)
@@ -292,6 +294,37 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
 {
     const std::size_t last = PriorityIndex(lowest);
+    if (worker.shuffleState != 0)
+    {
+        // Seeded pumping: gather everything ready, then take a pseudo-random one (xorshift64).
+        for (std::size_t p = 0; p <= last; ++p)
+        {
+            std::uintptr_t item = 0;
+            while (global_[p].try_dequeue(item))
+            {
+                TsanAcquire(&global_[p]);
+                try
+                {
+                    worker.local[p].Push(item);
+                }
+                catch (...)
+                {
+                    return item; // no room to shuffle: run it now
+                }
+            }
+            if (const std::size_t size = worker.local[p].Size())
+            {
+                std::uint64_t x = worker.shuffleState;
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                worker.shuffleState = x;
+                worker.local[p].SwapToFront(static_cast<std::size_t>(x % size));
+                return worker.local[p].Pop();
+            }
+        }
+        return 0;
+    }
     const bool globalFirst = ++worker.ticks % kFairnessInterval == 0;
     std::uintptr_t item = 0;
     for (std::size_t p = 0; p <= last; ++p)

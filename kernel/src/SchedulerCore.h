@@ -48,6 +48,7 @@ struct Worker
     Task* postTask = nullptr;
     SchedulerCore* postTarget = nullptr;
     unsigned ticks = 0;
+    std::uint64_t shuffleState = 0;     // host pumps with SchedulerOptions::shuffleSeed
     std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
     Parker parker;
     std::vector<StackMemory> stackCache; // default-size stacks released on this worker

@@ -4,6 +4,7 @@
 // OnSuspended call; ResumeTask from the same worker is a non-atomic local queue push. The
 // primitive's own claims (exchange / compare-exchange) are the only read-modify-writes.
 
+#include "Diagnostics.h"
 #include "Resume.h"
 #include "SchedulerCore.h"
 #include "ThreadState.h"
@@ -30,6 +31,7 @@ void MarkSuspended(SuspendedTaskEntry& entry) noexcept
 {
 #if TC_CHECKED
     entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
+    RegisterSuspended(entry);
 #else
     (void)entry;
 #endif
@@ -50,10 +52,12 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 
 void CallOnSuspended(SuspendedTaskEntry& entry) noexcept
 {
+    ReachRacePoint(RacePoint::BeforeOnSuspended, entry);
     ThreadState& thread = CurrentThread();
     ++thread.callbackDepth;
     entry.callback_->OnSuspended(SuspendedTask(&entry));
     --thread.callbackDepth;
+    ReachRacePoint(RacePoint::AfterOnSuspended, entry); // identifies only: may be resumed by now
 }
 
 void Reschedule(SuspendedTaskEntry* entry) noexcept
@@ -157,7 +161,9 @@ void ResumeTask(SuspendedTask task) noexcept
              "claim each handle with an atomic exchange so exactly one resumer gets it");
     TC_CHECK(previous == EntryState::Suspended, "ResumeTask on a handle that is not suspended",
              "the handle's waiter is running; only a handle OnSuspended received may be resumed");
+    UnregisterSuspended(*entry);
 #endif
+    ReachRacePoint(RacePoint::BeforeResume, *entry);
     if (TimerNode* timer = entry->timer_)
         NoteTimerResume(*timer);
     Reschedule(entry);

@@ -2,6 +2,7 @@
 // futex word live on its own stack for the duration of the wait. A thread that hosts a
 // scheduler keeps pumping it while it waits (seed 001's nested wait), to any depth.
 
+#include "Diagnostics.h"
 #include "Futex.h"
 #include "Parker.h"
 #include "Resume.h"
@@ -33,6 +34,7 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
         PrepareTimer(entry, node, timeout);
 #if TC_CHECKED
     entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
+    RegisterSuspended(entry);
 #endif
     CallOnSuspended(entry);
     if (timed)

@@ -6,6 +6,7 @@
 
 #include "Timers.h"
 
+#include "Diagnostics.h"
 #include "Futex.h"
 #include "Resume.h"
 #include "ThreadState.h"
@@ -249,6 +250,7 @@ private:
         TC_CHECK(previous == EntryState::Suspended, "handle resumed twice",
                  "OnTimeout returned true for a handle that a resumer had already passed to "
                  "ResumeTask; OnTimeout must claim the handle with the same exchange as resumers");
+        UnregisterSuspended(*entry);
 #endif
         entry->timedOut_ = true;
         node.state.fetch_or(kTimerDone, std::memory_order_release);

@@ -5,6 +5,7 @@
 #include <TC/BasicStack.h>
 #include <TC/Checked.h>
 #include <TC/ConcurrentStack.h>
+#include <TC/Diagnostics.h>
 #include <TC/Duration.h>
 #include <TC/Executor.h>
 #include <TC/ISuspendCallback.h>

@@ -84,6 +84,10 @@ struct SchedulerOptions
     IStackAllocator* stackAllocator = nullptr; // nullptr: DefaultStackAllocator(); must outlive the scheduler
     std::string name = "TC";
     SchedulerHooks hooks;
+    // Host-pumped schedulers only: nonzero makes each pump pick the next ready item
+    // pseudo-randomly from this seed instead of first-in first-out, so a test can explore
+    // interleavings and replay a failing one from its seed. 0 (default): FIFO.
+    std::uint64_t shuffleSeed = 0;
 };
 
 struct TaskOptions

@@ -49,6 +49,10 @@ std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> hand
 bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
 bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCallback* callback,
                          Duration timeout) noexcept;
+// Checked builds: a coroutine frame destroyed while parked (an abandoned chain) leaves the
+// registry of suspended waiters.
+void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
+
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
 bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
 } // namespace detail
@@ -62,6 +66,12 @@ class [[nodiscard("co_await it: SuspendTaskAsync does nothing otherwise")]] Susp
 {
 public:
     explicit SuspendAwaiter(ISuspendCallback* callback) noexcept : callback_(callback) {}
+    ~SuspendAwaiter()
+    {
+#if TC_CHECKED
+        detail::ForgetParkedEntry(entry_);
+#endif
+    }
     SuspendAwaiter(const SuspendAwaiter&) = delete;
     SuspendAwaiter& operator=(const SuspendAwaiter&) = delete;
 
@@ -87,6 +97,12 @@ public:
     SuspendForAwaiter(ISuspendCallback* callback, Duration timeout) noexcept
         : callback_(callback), timeout_(timeout)
     {
+    }
+    ~SuspendForAwaiter()
+    {
+#if TC_CHECKED
+        detail::ForgetParkedEntry(entry_);
+#endif
     }
     SuspendForAwaiter(const SuspendForAwaiter&) = delete;
     SuspendForAwaiter& operator=(const SuspendForAwaiter&) = delete;

@@ -55,6 +55,11 @@ struct SuspendedTaskEntry
     IExecutor* executor_ = nullptr; // coroutines: where ResumeTask submits the handle
     void* abandon_ = nullptr;       // coroutines: root of an unowned chain, freed if dropped
     detail::TimerNode* timer_ = nullptr; // set while a timed wait is armed
+    // Checked builds: the registry of suspended waiters behind hang reports.
+    SuspendedTaskEntry* hangPrev_ = nullptr;
+    SuspendedTaskEntry* hangNext_ = nullptr;
+    std::int64_t suspendedAt_ = 0;
+    bool hangReported_ = false;
 };
 
 // A handle to a suspended waiter, as OnSuspended receives it and ResumeTask takes it.

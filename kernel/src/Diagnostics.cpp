@@ -1,0 +1,194 @@
+// Race-point hook, the suspended-waiter registry and the hang-report watchdog.
+
+#include "Diagnostics.h"
+
+#include "Task.h"
+#include "Timers.h"
+
+#include <TC/ISuspendCallback.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <typeinfo>
+
+namespace TC::detail
+{
+std::atomic<RacePointHook> racePointHook{nullptr};
+
+namespace
+{
+struct Registry
+{
+    std::mutex lock;
+    SuspendedTaskEntry* head = nullptr; // newest first
+    SuspendedTaskEntry* tail = nullptr; // oldest
+    std::condition_variable wake;
+    std::int64_t threshold = 0;
+    bool watching = false;
+    std::thread watchdog;
+
+    static Registry& Instance()
+    {
+        static Registry registry;
+        return registry;
+    }
+
+    ~Registry()
+    {
+        {
+            std::lock_guard guard(lock);
+            watching = false;
+        }
+        wake.notify_all();
+        if (watchdog.joinable())
+            watchdog.join();
+    }
+};
+
+std::string Demangle(const char* name)
+{
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name, nullptr, nullptr, &status),
+                                                std::free);
+    return status == 0 && text ? text.get() : name;
+}
+
+SuspendedWaiterInfo Describe(const SuspendedTaskEntry& entry, std::int64_t now)
+{
+    SuspendedWaiterInfo info;
+    info.waitsOn = entry.callback_ ? Demangle(typeid(*entry.callback_).name()) : "?";
+    switch (entry.kind_)
+    {
+    case WaiterKind::Task:
+        info.waiter = std::string("task '") + static_cast<const Task*>(entry.owner_)->name + "'";
+        break;
+    case WaiterKind::Thread:
+        info.waiter = "thread";
+        break;
+    case WaiterKind::Coroutine:
+        info.waiter = "coroutine";
+        break;
+    }
+    info.suspendedFor = Duration::FromNanoseconds(now - entry.suspendedAt_);
+    return info;
+}
+
+void Watch()
+{
+    Registry& registry = Registry::Instance();
+    std::unique_lock guard(registry.lock);
+    while (registry.watching)
+    {
+        registry.wake.wait_for(guard, std::chrono::nanoseconds(std::max<std::int64_t>(registry.threshold / 2, 1000000)));
+        const std::int64_t now = SteadyNowNanoseconds();
+        bool header = false;
+        for (SuspendedTaskEntry* entry = registry.tail; entry; entry = entry->hangPrev_)
+        {
+            if (entry->hangReported_ || now - entry->suspendedAt_ < registry.threshold)
+                continue;
+            entry->hangReported_ = true;
+            const SuspendedWaiterInfo info = Describe(*entry, now);
+            if (!header)
+            {
+                std::fprintf(stderr, "TC hang report: waits not resumed after %.3f s:\n",
+                             static_cast<double>(registry.threshold) / 1e9);
+                header = true;
+            }
+            std::fprintf(stderr, "  %s waits on %s for %.3f s\n", info.waiter.c_str(), info.waitsOn.c_str(),
+                         static_cast<double>(info.suspendedFor.Nanoseconds()) / 1e9);
+        }
+        if (header)
+            std::fflush(stderr);
+    }
+}
+} // namespace
+
+void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
+{
+#if TC_CHECKED
+    Registry& registry = Registry::Instance();
+    entry.suspendedAt_ = SteadyNowNanoseconds();
+    entry.hangReported_ = false;
+    std::lock_guard guard(registry.lock);
+    entry.hangPrev_ = nullptr;
+    entry.hangNext_ = registry.head;
+    if (registry.head)
+        registry.head->hangPrev_ = &entry;
+    else
+        registry.tail = &entry;
+    registry.head = &entry;
+#endif
+}
+
+void UnregisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
+{
+#if TC_CHECKED
+    Registry& registry = Registry::Instance();
+    std::lock_guard guard(registry.lock);
+    if (entry.hangPrev_)
+        entry.hangPrev_->hangNext_ = entry.hangNext_;
+    else if (registry.head == &entry)
+        registry.head = entry.hangNext_;
+    if (entry.hangNext_)
+        entry.hangNext_->hangPrev_ = entry.hangPrev_;
+    else if (registry.tail == &entry)
+        registry.tail = entry.hangPrev_;
+    entry.hangPrev_ = entry.hangNext_ = nullptr;
+#endif
+}
+void ForgetParkedEntry([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
+{
+#if TC_CHECKED
+    if (entry.state_.load(std::memory_order_acquire) == EntryState::Suspended)
+        UnregisterSuspended(entry);
+#endif
+}
+} // namespace TC::detail
+
+namespace TC
+{
+void SetRacePointHook(RacePointHook hook) noexcept
+{
+    detail::racePointHook.store(hook, std::memory_order_release);
+}
+
+std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters()
+{
+    std::vector<SuspendedWaiterInfo> waiters;
+#if TC_CHECKED
+    detail::Registry& registry = detail::Registry::Instance();
+    const std::int64_t now = detail::SteadyNowNanoseconds();
+    std::lock_guard guard(registry.lock);
+    for (SuspendedTaskEntry* entry = registry.tail; entry; entry = entry->hangPrev_)
+        waiters.push_back(detail::Describe(*entry, now));
+#endif
+    return waiters;
+}
+
+bool EnableHangReports([[maybe_unused]] Duration threshold)
+{
+#if TC_CHECKED
+    detail::Registry& registry = detail::Registry::Instance();
+    {
+        std::lock_guard guard(registry.lock);
+        registry.threshold = threshold.Nanoseconds();
+        if (registry.watching)
+        {
+            registry.wake.notify_all();
+            return true;
+        }
+        registry.watching = true;
+    }
+    registry.watchdog = std::thread(detail::Watch);
+    return true;
+#else
+    return false;
+#endif
+}
+} // namespace TC

@@ -1,0 +1,22 @@
+#pragma once
+// Kernel-side entry points of <TC/Diagnostics.h>: the race-point hook and the registry of
+// suspended waiters that hang reports read.
+
+#include <TC/Diagnostics.h>
+
+#include <atomic>
+
+namespace TC::detail
+{
+extern std::atomic<RacePointHook> racePointHook;
+
+inline void ReachRacePoint(RacePoint point, SuspendedTaskEntry& entry) noexcept
+{
+    if (RacePointHook hook = racePointHook.load(std::memory_order_relaxed)) [[unlikely]]
+        hook(point, SuspendedTask(&entry));
+}
+
+// Checked builds: add at publication, remove when the handle is resumed or taken back.
+void RegisterSuspended(SuspendedTaskEntry& entry) noexcept;
+void UnregisterSuspended(SuspendedTaskEntry& entry) noexcept;
+} // namespace TC::detail
