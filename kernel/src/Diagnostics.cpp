@@ -51,7 +51,7 @@ struct Registry
     }
 };
 
-std::string Demangle(const char* name)
+[[maybe_unused]] std::string Demangle(const char* name)
 {
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name, nullptr, nullptr, &status),
@@ -59,7 +59,7 @@ std::string Demangle(const char* name)
     return status == 0 && text ? text.get() : name;
 }
 
-SuspendedWaiterInfo Describe(const SuspendedTaskEntry& entry, std::int64_t now)
+[[maybe_unused]] SuspendedWaiterInfo Describe(const SuspendedTaskEntry& entry, std::int64_t now)
 {
     SuspendedWaiterInfo info;
     info.waitsOn = entry.callback_ ? Demangle(typeid(*entry.callback_).name()) : "?";
@@ -79,7 +79,7 @@ SuspendedWaiterInfo Describe(const SuspendedTaskEntry& entry, std::int64_t now)
     return info;
 }
 
-void Watch()
+[[maybe_unused]] void Watch()
 {
     Registry& registry = Registry::Instance();
     std::unique_lock guard(registry.lock);
