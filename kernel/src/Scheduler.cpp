@@ -24,7 +24,6 @@ namespace
 constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
 constexpr std::size_t kStackCacheLimit = 16; // per worker; the rest goes to the shared pool
 constexpr unsigned kSpinIterations = 4000; // about 20 us of pause instructions
-constexpr unsigned kFairnessInterval = 61; // every 61st pick looks at the shared queue first
 
 std::size_t PageSize() noexcept
 {
@@ -105,10 +104,7 @@ void CheckCanary(const Task* task) noexcept
 {
     OnContextStarted();
     auto* task = static_cast<Task*>(argument);
-    {
-        Worker& worker = *CurrentThread().worker;
-        worker.core->RunPostSwitch(worker);
-    }
+    AfterSwitchIn();
     try
     {
         task->body->invoke(task->callable);
@@ -123,7 +119,7 @@ void CheckCanary(const Task* task) noexcept
         DetachedTaskFailed(task);
     if (previous != kJoinRunning && previous != kJoinDetached)
         ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
-    SwitchAway(task, PostSwitch::Finish);
+    SwitchAway(*CurrentThread().worker, task, PostSwitch::Finish);
     __builtin_unreachable();
 }
 } // namespace
@@ -264,24 +260,6 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
 // ---------------------------------------------------------------------------------------------
 // Queues
 
-void SchedulerCore::Enqueue(std::uintptr_t item, Priority priority)
-{
-    const std::size_t p = PriorityIndex(priority);
-    Worker* worker = CurrentThread().worker;
-    if (worker && worker->core == this)
-    {
-        // Own resumes stay local: no atomic at all. Only when another worker sleeps and this one
-        // already has something queued does the item go where that worker can take it.
-        if (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0
-            || !HasWorkerThreads())
-        {
-            worker->local[p].Push(item);
-            return;
-        }
-    }
-    EnqueueShared(item, priority);
-}
-
 void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 {
     auto& queue = global_[PriorityIndex(priority)];
@@ -325,7 +303,9 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
         }
         return 0;
     }
-    const bool globalFirst = ++worker.ticks % kFairnessInterval == 0;
+    const bool globalFirst = --worker.fairnessCountdown == 0;
+    if (globalFirst)
+        worker.fairnessCountdown = kFairnessInterval;
     std::uintptr_t item = 0;
     for (std::size_t p = 0; p <= last; ++p)
     {
@@ -343,23 +323,6 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
         }
     }
     return 0;
-}
-
-Task* SchedulerCore::TryDequeueLocalTask(Worker& worker) noexcept
-{
-    if (++worker.ticks % kFairnessInterval == 0)
-        return nullptr; // go back to the loop, which looks at the shared queue first
-    for (LocalQueue& queue : worker.local)
-    {
-        const std::uintptr_t item = queue.Front();
-        if (item == 0)
-            continue;
-        if (item & kCoroutineTag)
-            return nullptr; // a coroutine resumes on the loop's stack: let the loop take it
-        queue.Pop();
-        return reinterpret_cast<Task*>(item);
-    }
-    return nullptr;
 }
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
@@ -490,12 +453,14 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
         CallTaskHook(options.hooks.taskEnter, task);
     SwitchContext(worker.context, task->context);
     // Back on the worker loop's own stack: whichever task switched here left its action.
-    Worker& self = *CurrentThread().worker;
+    ThreadState& thread = CurrentThread();
+    Worker& self = *thread.worker;
     self.current = nullptr;
-    self.core->RunPostSwitch(self);
+    if (self.post != PostSwitch::None)
+        self.core->RunPostSwitch(self, thread);
 }
 
-void SchedulerCore::RunPostSwitch(Worker& worker) noexcept
+void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
 {
     const PostSwitch action = worker.post;
     if (action == PostSwitch::None)
@@ -506,10 +471,10 @@ void SchedulerCore::RunPostSwitch(Worker& worker) noexcept
     switch (action)
     {
     case PostSwitch::Suspend:
-        CallOnSuspended(task->entry);
+        CallOnSuspended(task->entry, thread);
         break;
     case PostSwitch::SuspendTimed:
-        CallOnSuspended(task->entry);
+        CallOnSuspended(task->entry, thread);
         ArmTimer(*task->entry.timer_);
         break;
     case PostSwitch::Finish:
@@ -734,9 +699,9 @@ void SchedulerCore::ReleaseTask(Task* task) noexcept
 // ---------------------------------------------------------------------------------------------
 // The switch away from a running task
 
-void SwitchAway(Task* self, PostSwitch action, SchedulerCore* target) noexcept
+void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerCore* target) noexcept
 {
-    Worker* worker = CurrentThread().worker;
+    Worker* worker = &currentWorker;
     TC_CHECK(action == PostSwitch::Finish || ExecutorScope::Innermost() == worker->taskScope,
              "ExecutorScope held across a suspension",
              "a task suspended while an ExecutorScope it opened was still alive");
@@ -763,8 +728,7 @@ void SwitchAway(Task* self, PostSwitch action, SchedulerCore* target) noexcept
         SwitchContext(self->context, worker->context, finished);
     }
     // Running again, perhaps on another thread: do what the context we came from asked.
-    Worker& now = *CurrentThread().worker;
-    now.core->RunPostSwitch(now);
+    AfterSwitchIn();
 }
 } // namespace TC::detail
 
@@ -971,7 +935,7 @@ void YieldTask()
         std::this_thread::yield();
         return;
     }
-    SwitchAway(task, PostSwitch::Requeue, task->scheduler);
+    SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, task->scheduler);
 }
 
 void MoveCurrentTaskTo(Scheduler& target, Priority priority)
@@ -994,7 +958,7 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
     task->priority = priority;
     source->live.fetch_sub(1, std::memory_order_acq_rel);
     source->allocated.fetch_sub(1, std::memory_order_acq_rel);
-    SwitchAway(task, PostSwitch::Requeue, destination);
+    SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, destination);
 }
 
 bool ShutdownRequested() noexcept

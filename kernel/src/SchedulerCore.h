@@ -34,6 +34,8 @@ enum class PostSwitch : std::uint8_t
 
 // A queued item: a Task* (bit 0 clear) or a coroutine frame address with bit 0 set.
 inline constexpr std::uintptr_t kCoroutineTag = 1;
+// Every 61st pick a worker looks at the shared queue before its own (fairness).
+inline constexpr unsigned kFairnessInterval = 61;
 
 struct Worker
 {
@@ -47,7 +49,7 @@ struct Worker
     PostSwitch post = PostSwitch::None;
     Task* postTask = nullptr;
     SchedulerCore* postTarget = nullptr;
-    unsigned ticks = 0;
+    unsigned fairnessCountdown = kFairnessInterval;
     std::uint64_t shuffleState = 0;     // host pumps with SchedulerOptions::shuffleSeed
     std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
     Parker parker;
@@ -68,11 +70,48 @@ public:
     bool taskHooks;
 
     // ---- queues ----
-    void Enqueue(std::uintptr_t item, Priority priority);
+    // From this scheduler's own worker the item stays in its local queue (no atomic at all);
+    // only when another worker sleeps and this one already has work queued does it go where
+    // that worker can take it. Otherwise the shared queue (one enqueue, plus a wake-up when a
+    // worker sleeps).
+    void Enqueue(std::uintptr_t item, Priority priority)
+    {
+        const auto p = static_cast<std::size_t>(priority);
+        Worker* worker = CurrentThread().worker;
+        if (worker && worker->core == this
+            && (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0
+                || !HasWorkerThreads()))
+        {
+            worker->local[p].Push(item);
+            return;
+        }
+        EnqueueShared(item, priority);
+    }
     // Behind everything already queued (a yield or a move goes to the back of the line).
     void EnqueueShared(std::uintptr_t item, Priority priority);
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
-    Task* TryDequeueLocalTask(Worker& worker) noexcept;
+    // The next task of this worker's own queues, if the front is a task (a coroutine needs the
+    // loop's stack); every kFairnessInterval picks it answers nullptr so the loop can look at
+    // the shared queue.
+    Task* TryDequeueLocalTask(Worker& worker) noexcept
+    {
+        if (--worker.fairnessCountdown == 0)
+        {
+            worker.fairnessCountdown = kFairnessInterval;
+            return nullptr;
+        }
+        for (LocalQueue& queue : worker.local)
+        {
+            const std::uintptr_t item = queue.Front();
+            if (item == 0)
+                continue;
+            if (item & kCoroutineTag)
+                return nullptr;
+            queue.Pop();
+            return reinterpret_cast<Task*>(item);
+        }
+        return nullptr;
+    }
     bool HasQueuedWork(Priority lowest) const noexcept;
     std::size_t QueuedApprox(const Worker* worker, Priority lowest) const noexcept;
 
@@ -87,7 +126,7 @@ public:
 
     // ---- running ----
     void RunItem(Worker& worker, std::uintptr_t item);
-    void RunPostSwitch(Worker& worker) noexcept;
+    void RunPostSwitch(Worker& worker, ThreadState& thread) noexcept;
     void WorkerMain(Worker& worker);
     PumpResult Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline, bool queuedAtStart);
     Worker& HostWorker() noexcept { return *workers_[0]; }
@@ -128,7 +167,16 @@ private:
 
 // Switches the running task away; `action` tells the next context what to do for it. Returns
 // when the task runs again (possibly on another thread).
-void SwitchAway(Task* self, PostSwitch action, SchedulerCore* target = nullptr) noexcept;
+void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* target = nullptr) noexcept;
+
+// What a context does first when it runs again: the action the context before it left.
+inline void AfterSwitchIn() noexcept
+{
+    ThreadState& thread = CurrentThread();
+    Worker& worker = *thread.worker;
+    if (worker.post != PostSwitch::None)
+        worker.core->RunPostSwitch(worker, thread);
+}
 
 // The task running on this thread, or nullptr.
 Task* CurrentTask() noexcept;

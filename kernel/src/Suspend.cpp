@@ -50,16 +50,6 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 }
 } // namespace
 
-void CallOnSuspended(SuspendedTaskEntry& entry) noexcept
-{
-    ReachRacePoint(RacePoint::BeforeOnSuspended, entry);
-    ThreadState& thread = CurrentThread();
-    ++thread.callbackDepth;
-    entry.callback_->OnSuspended(SuspendedTask(&entry));
-    --thread.callbackDepth;
-    ReachRacePoint(RacePoint::AfterOnSuspended, entry); // identifies only: may be resumed by now
-}
-
 void Reschedule(SuspendedTaskEntry* entry) noexcept
 {
     switch (entry->kind_)
@@ -121,7 +111,7 @@ void SuspendTask(ISuspendCallback* callback)
         task->entry.callback_ = callback;
         task->entry.timer_ = nullptr;
         MarkSuspended(task->entry);
-        SwitchAway(task, PostSwitch::Suspend);
+        SwitchAway(*thread.worker, task, PostSwitch::Suspend);
         return;
     }
     ThreadWait(callback, Duration::Infinite());
@@ -144,7 +134,7 @@ bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout)
     task->entry.timedOut_ = false;
     PrepareTimer(task->entry, node, timeout);
     MarkSuspended(task->entry);
-    SwitchAway(task, PostSwitch::SuspendTimed);
+    SwitchAway(*thread.worker, task, PostSwitch::SuspendTimed);
     const bool resumed = SettleTimer(task->entry, node);
     task->entry.timer_ = nullptr;
     return resumed;
@@ -166,6 +156,20 @@ void ResumeTask(SuspendedTask task) noexcept
     ReachRacePoint(RacePoint::BeforeResume, *entry);
     if (TimerNode* timer = entry->timer_)
         NoteTimerResume(*timer);
+    else if (entry->kind_ == WaiterKind::Task)
+    {
+        // The common case, inline: a task resumed from its own worker is a local queue push.
+        Task* resumed = TaskOf(entry);
+        try
+        {
+            resumed->scheduler->Enqueue(reinterpret_cast<std::uintptr_t>(resumed), resumed->priority);
+        }
+        catch (...)
+        {
+            ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
+        }
+        return;
+    }
     Reschedule(entry);
 }
 

@@ -3,7 +3,16 @@
 // MakeContext to prepare a fresh one and SwitchContext to move between two. Backends:
 // Switch_x86_64_sysv.S / Switch_aarch64.S with ContextAsm.cpp, or ContextUcontext.cpp.
 
+#include "Sanitizers.h"
+
 #include <cstddef>
+
+#if TC_CONTEXT_ASM && !TC_ASAN && !TC_TSAN
+#define TC_INLINE_SWITCH 1
+extern "C" void TC_SwitchContext(void** saveSp, void* loadSp);
+#else
+#define TC_INLINE_SWITCH 0
+#endif
 
 namespace TC::detail
 {
@@ -34,7 +43,15 @@ void DestroyContext(ExecutionContext& context) noexcept;
 
 // Saves the running state into `from` and continues `to`. Returns when something switches back.
 // `fromFinished`: `from` will never run again (lets AddressSanitizer drop its fake stack).
+// Plain builds with the assembly backend call the switch directly (no annotations to make).
+#if TC_INLINE_SWITCH
+inline void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool = false) noexcept
+{
+    TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend);
+}
+#else
 void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished = false) noexcept;
+#endif
 
 // Called first thing by a fresh context's entry (tells AddressSanitizer the switch completed).
 void OnContextStarted() noexcept;

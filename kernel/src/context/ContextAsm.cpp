@@ -82,6 +82,7 @@ void DestroyContext(ExecutionContext& context) noexcept
     context.backend = nullptr;
 }
 
+#if !TC_INLINE_SWITCH
 void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished) noexcept
 {
     SwitchAnnotation annotation;
@@ -89,6 +90,7 @@ void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinish
     TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend);
     annotation.After();
 }
+#endif
 
 void OnContextStarted() noexcept
 {
