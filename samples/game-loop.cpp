@@ -1,0 +1,489 @@
+// game-loop: a fixed-step game loop on the main thread that embeds ConcurrentTasks the way an
+// engine does. The main thread pumps its own scheduler (no threads of its own) within a per-frame
+// budget; a second scheduler has two workers. Each frame fans the simulation out to the workers,
+// waits for it from a task (the main thread never blocks on it), applies the results on the main
+// thread, and hands background work (telemetry, streaming, a long job) to lower priority.
+// It prints frame-time statistics and checks that every frame's results arrived complete and in
+// order; it exits non-zero if anything is off.
+
+#include <TC/Core.h>
+#include <TC/Synchronization/Future.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <pthread.h>
+#include <string>
+#include <thread>
+#include <vector>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+using TC::Synchronization::Future;
+using TC::Synchronization::Promise;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace
+{
+constexpr int kFrames = 300;
+constexpr int kEntities = 8192;
+constexpr int kChunks = 8;
+constexpr int kChunkSize = kEntities / kChunks;
+constexpr float kDt = 1.0f / 240.0f;
+constexpr auto kTick = 4ms;          // fixed step: one frame every 4 ms
+constexpr auto kSlice = 500us;       // how long the host runs work before looking up again
+constexpr int kStreamEvery = 30;     // a streaming request every 30 frames
+
+int failures = 0;
+
+void Check(bool condition, const char* what)
+{
+    if (!condition)
+    {
+        ++failures;
+        std::fprintf(stderr, "game-loop: CHECK FAILED: %s\n", what);
+    }
+}
+
+// The world the main thread owns: only tasks running on the host write it.
+struct World
+{
+    std::vector<float> position = std::vector<float>(kEntities);
+    std::vector<float> velocity = std::vector<float>(kEntities);
+};
+
+struct ChunkResult
+{
+    int frame = -1;
+    int chunk = -1;
+    std::vector<float> position;
+    std::vector<float> velocity;
+};
+
+// One fixed step of a damped spring per entity: cheap, deterministic, easy to recompute.
+void Step(const World& world, int first, int count, float* position, float* velocity)
+{
+    for (int i = 0; i < count; ++i)
+    {
+        const float x = world.position[first + i];
+        const float v = world.velocity[first + i];
+        const float nv = v + kDt * (-40.0f * x - 0.5f * v);
+        velocity[i] = nv;
+        position[i] = x + kDt * nv;
+    }
+}
+
+ChunkResult SimulateChunk(const World& world, int frame, int chunk)
+{
+    ChunkResult result;
+    result.frame = frame;
+    result.chunk = chunk;
+    result.position.resize(kChunkSize);
+    result.velocity.resize(kChunkSize);
+    Step(world, chunk * kChunkSize, kChunkSize, result.position.data(), result.velocity.data());
+    return result;
+}
+
+// [guide:allocator]
+// Task stacks (and the task's control block and callable, which live at the top of its stack)
+// come from here. This one keeps the game's memory budget; an engine would carve from its own
+// arena. Allocate may be called from any thread of the scheduler; the scheduler pools released
+// stacks, so in steady state neither member runs.
+class BudgetStackAllocator final : public TC::IStackAllocator
+{
+public:
+    explicit BudgetStackAllocator(std::size_t budget) : budget_(budget) {}
+
+    void* Allocate(std::size_t size, TC::StackGuard guard) override
+    {
+        if (used_.fetch_add(size) + size > budget_)
+        {
+            used_.fetch_sub(size);
+            throw std::bad_alloc(); // the Start that asked fails; nothing else changes
+        }
+        ++stacks_;
+        return TC::DefaultStackAllocator().Allocate(size, guard); // guard page included
+    }
+
+    void Deallocate(void* base, std::size_t size, TC::StackGuard guard) noexcept override
+    {
+        TC::DefaultStackAllocator().Deallocate(base, size, guard);
+        used_.fetch_sub(size);
+        --stacks_;
+    }
+
+    std::size_t Used() const noexcept { return used_.load(); }
+    int Stacks() const noexcept { return stacks_.load(); }
+
+private:
+    const std::size_t budget_;
+    std::atomic<std::size_t> used_{0};
+    std::atomic<int> stacks_{0};
+};
+// [/guide:allocator]
+
+// [guide:hooks]
+// What a profiler's fiber API needs (Tracy: TracyFiberEnter(name) / TracyFiberLeave): each
+// task's enter and leave, in pairs, on the thread that runs it, with a stable name. Here we just
+// count and check the pairing.
+struct Profiler
+{
+    std::atomic<long> enters{0};
+    std::atomic<long> leaves{0};
+    std::atomic<int> unpaired{0};
+    std::atomic<int> threadsStarted{0};
+    std::atomic<int> threadsStopped{0};
+};
+thread_local const char* currentZone = nullptr;
+
+TC::SchedulerHooks MakeHooks(Profiler& profiler)
+{
+    TC::SchedulerHooks hooks;
+    hooks.threadStart = [&profiler](unsigned workerIndex) {
+        const std::string name = "sim-worker-" + std::to_string(workerIndex);
+        pthread_setname_np(pthread_self(), name.c_str());
+#if defined(__SSE__)
+        _mm_setcsr(_mm_getcsr() | 0x8040); // flush denormals to zero (FTZ | DAZ)
+#endif
+        ++profiler.threadsStarted;
+    };
+    hooks.threadStop = [&profiler](unsigned) { ++profiler.threadsStopped; };
+    hooks.taskEnter = [&profiler](TC::TaskHandle, const char* name) {
+        if (currentZone != nullptr)
+            ++profiler.unpaired;
+        currentZone = name; // TracyFiberEnter(name)
+        ++profiler.enters;
+    };
+    hooks.taskLeave = [&profiler](TC::TaskHandle, const char* name) {
+        if (currentZone != name)
+            ++profiler.unpaired;
+        currentZone = nullptr; // TracyFiberLeave
+        ++profiler.leaves;
+    };
+    return hooks;
+}
+// [/guide:hooks]
+
+// A coroutine that starts at once and frees itself at the end.
+struct FireAndForget
+{
+    struct promise_type
+    {
+        FireAndForget get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+// [guide:async]
+// Runs `work` as a task on `scheduler` and returns a Future of its result. Start only queues the
+// task: it never blocks and never runs the work inline, from the host or anywhere else.
+template <class F>
+auto Async(TC::Scheduler& scheduler, F work, TC::TaskOptions options)
+{
+    using R = std::invoke_result_t<F&>;
+    Promise<R> promise;
+    Future<R> future = promise.GetFuture();
+    scheduler
+        .Start(
+            [work = std::move(work), promise = std::move(promise)]() mutable {
+                try
+                {
+                    promise.SetValue(work());
+                }
+                catch (...)
+                {
+                    promise.SetException(std::current_exception());
+                }
+            },
+            options)
+        .Detach();
+    return future;
+}
+// [/guide:async]
+
+// [guide:thread-id]
+// The calling thread's id, read afresh. std::this_thread::get_id() is pthread_self(), which glibc
+// declares const, so an optimiser may reuse one call's answer after the task moved to another
+// thread (the same goes for the address of a thread_local). Across a wait, yield or move, ask
+// through a call it cannot see into.
+[[gnu::noinline]] std::thread::id ThisThreadId()
+{
+    asm volatile("" ::: "memory"); // not a const function: it must run each time
+    return std::this_thread::get_id();
+}
+// [/guide:thread-id]
+
+struct Game
+{
+    Game(TC::Scheduler& hostScheduler, TC::Scheduler& workerScheduler)
+        : host(hostScheduler), workers(workerScheduler), mainThread(std::this_thread::get_id())
+    {
+    }
+
+    TC::Scheduler& host;
+    TC::Scheduler& workers;
+    std::thread::id mainThread;
+    World world;
+    // Main-thread-only bookkeeping: written only by tasks and coroutines running on the host.
+    std::vector<int> appliedFrames;
+    std::vector<int> telemetryFrames;
+    std::vector<int> streamedAssets;
+    int misplaced = 0;  // host-pinned work seen on another thread
+    int outOfOrder = 0; // chunk results for the wrong frame or slot
+    // Touched by the workers.
+    std::atomic<int> onMainByMistake{0};
+    std::atomic<long> longJobUnits{0};
+    bool OnHost() const { return ThisThreadId() == mainThread; }
+};
+
+// [guide:move]
+// Background telemetry for one frame: summarised on a worker, recorded on the main thread (its
+// log is main-thread-only, so no lock), then back to the workers to finish.
+void Telemetry(Game& game, int frame, std::vector<float> velocities)
+{
+    float energy = 0;
+    for (float v : velocities)
+        energy += v * v;
+
+    TC::MoveCurrentTaskTo(game.host, TC::Priority::Normal); // the rest runs on the main thread
+    game.misplaced += game.OnHost() ? 0 : 1;
+    game.telemetryFrames.push_back(frame);
+
+    TC::MoveCurrentTaskTo(game.workers, TC::Priority::Normal); // and back to the workers
+    if (game.OnHost() || !(energy >= 0.0f))
+        ++game.onMainByMistake;
+}
+
+// The coroutine form: co_await a scheduler's Schedule() to continue there.
+FireAndForget StreamAsset(Game& game, int id)
+{
+    co_await game.workers.Schedule(TC::Priority::Normal); // "load" off the main thread
+    std::vector<int> bytes(4096, id);
+    int checksum = 0;
+    for (int b : bytes)
+        checksum += b;
+    co_await game.host.Schedule(TC::Priority::Normal); // "register" on the main thread
+    game.misplaced += game.OnHost() ? 0 : 1;
+    game.streamedAssets.push_back(checksum / 4096);
+}
+// [/guide:move]
+
+// [guide:fan-out]
+// One frame, run as a High task on the host: fan the simulation out to the workers, wait for
+// it (this task suspends; the host thread goes on pumping), then apply it on the main thread.
+void RunFrame(Game& game, int frame)
+{
+    std::vector<Future<ChunkResult>> parts;
+    for (int chunk = 0; chunk < kChunks; ++chunk)
+        parts.push_back(Async(
+            game.workers, [&world = game.world, frame, chunk] { return SimulateChunk(world, frame, chunk); },
+            {.name = "simulate", .priority = TC::Priority::High}));
+
+    std::vector<ChunkResult> results;
+    for (Future<ChunkResult>& part : parts)
+        results.push_back(part.Wait()); // a task waits: no thread blocks
+
+    game.misplaced += game.OnHost() ? 0 : 1;
+    for (int chunk = 0; chunk < kChunks; ++chunk)
+    {
+        const ChunkResult& result = results[chunk];
+        if (result.frame != frame || result.chunk != chunk)
+            ++game.outOfOrder;
+        std::copy(result.position.begin(), result.position.end(),
+                  game.world.position.begin() + chunk * kChunkSize);
+        std::copy(result.velocity.begin(), result.velocity.end(),
+                  game.world.velocity.begin() + chunk * kChunkSize);
+    }
+    game.appliedFrames.push_back(frame);
+
+    game.workers.Start([&game, frame, v = std::move(results[0].velocity)]() mutable {
+        Telemetry(game, frame, std::move(v));
+    }, {.name = "telemetry", .priority = TC::Priority::Normal}).Detach();
+    if (frame % kStreamEvery == 0)
+        StreamAsset(game, frame);
+}
+// [/guide:fan-out]
+
+// [guide:shutdown]
+// A long background job: it runs in small units, lets other work through between them, and
+// polls the shutdown request so the game can stop it at any point.
+void LongJob(Game& game)
+{
+    std::vector<float> scratch(1024, 1.0f);
+    while (!TC::ShutdownRequested())
+    {
+        for (int pass = 0; pass < 32; ++pass) // one unit: some tens of microseconds
+            for (float& s : scratch)
+                s = s * 0.999f + 0.001f;
+        ++game.longJobUnits;
+        TC::YieldTask(); // queued frame work (High) goes first on this worker
+    }
+}
+// [/guide:shutdown]
+
+double Percentile(std::vector<double> sorted, double p)
+{
+    const auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+    return sorted[std::min(index, sorted.size() - 1)];
+}
+} // namespace
+
+int main()
+{
+    const auto programStart = Clock::now();
+    Profiler profiler;
+    // [guide:setup]
+    BudgetStackAllocator stacks(64 * 1024 * 1024); // outlives both schedulers
+
+    // The main thread's scheduler: no workers, so no threads; the main thread pumps it.
+    TC::SchedulerOptions hostOptions;
+    hostOptions.name = "main";
+    hostOptions.workerCount = 0;
+    hostOptions.stackAllocator = &stacks;
+    hostOptions.stackSize = TC::StackSize::Medium;
+    hostOptions.hooks = MakeHooks(profiler);
+
+    // The simulation's scheduler: two workers, small stacks (the jobs are shallow), and workers
+    // that spin briefly and then sleep when there is nothing to do.
+    TC::SchedulerOptions workerOptions;
+    workerOptions.name = "sim";
+    workerOptions.workerCount = 2;
+    workerOptions.stackAllocator = &stacks;
+    workerOptions.stackSize = TC::StackSize::Small;
+    workerOptions.stackGuard = TC::StackGuard::Page;
+    workerOptions.idlePolicy = TC::IdlePolicy::SpinThenSleep;
+    workerOptions.hooks = MakeHooks(profiler);
+    // [/guide:setup]
+
+    std::vector<float> expectedPosition, expectedVelocity;
+    std::vector<double> frameMs;
+    long longJobUnits = 0;
+    {
+        TC::Scheduler host(hostOptions);
+        TC::Scheduler workers(workerOptions);
+        Game game(host, workers);
+        for (int i = 0; i < kEntities; ++i)
+        {
+            game.world.position[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
+            game.world.velocity[i] = static_cast<float>(i % 13) / 13.0f;
+        }
+        const World initial = game.world;
+
+        TC::JoinHandle longJob = workers.Start([&game] { LongJob(game); },
+                                               {.name = "long-job", .stackSize = TC::StackSize::Large});
+
+        // [guide:frame-loop]
+        for (int frame = 0; frame < kFrames; ++frame)
+        {
+            const auto frameStart = Clock::now();
+            bool applied = false;
+            host.Start([&game, frame, &applied] {
+                    RunFrame(game, frame);
+                    applied = true;
+                },
+                {.name = "frame", .priority = TC::Priority::High})
+                .Detach();
+
+            // This frame's work first, High only, in slices (input or rendering could go between).
+            while (!applied)
+            {
+                const TC::PumpResult high = host.RunFor(kSlice, TC::Priority::High);
+                if (applied || high.ran != 0)
+                    continue;
+                // The frame task waits on the workers: do background work meanwhile, or sleep
+                // until a worker hands something back (a submit wakes WaitForWork).
+                if (host.RunFor(kSlice, TC::Priority::Normal).ran == 0)
+                    host.WaitForWork(kSlice);
+            }
+            frameMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
+
+            // The rest of the tick goes to background work; with none, the host sleeps.
+            const auto nextTick = frameStart + kTick;
+            while (Clock::now() < nextTick)
+            {
+                if (host.RunFor(nextTick - Clock::now(), TC::Priority::Normal).ran == 0)
+                    host.WaitForWork(nextTick - Clock::now());
+            }
+        }
+        // [/guide:frame-loop]
+
+        // [guide:drain]
+        // Stop the long job, then let in-flight background work land before checking it.
+        workers.RequestShutdown();
+        longJob.Join(); // a wait on the host thread keeps pumping the host scheduler
+        const auto drainUntil = Clock::now() + 5s;
+        const int expectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
+        while ((game.telemetryFrames.size() < kFrames
+                || game.streamedAssets.size() < static_cast<std::size_t>(expectedAssets))
+               && Clock::now() < drainUntil)
+        {
+            if (host.RunUntilIdle().ran == 0)
+                host.WaitForWork(1ms);
+        }
+        // [/guide:drain]
+
+        // Every frame applied once, in order, complete; the world matches a serial replay.
+        std::vector<int> expectedFrames(kFrames);
+        for (int i = 0; i < kFrames; ++i)
+            expectedFrames[i] = i;
+        Check(game.appliedFrames == expectedFrames, "every frame applied once, in order");
+        Check(game.outOfOrder == 0, "every frame's chunks complete and in order");
+        Check(game.misplaced == 0, "host-pinned work ran on the main thread");
+        std::vector<int> telemetry = game.telemetryFrames;
+        std::sort(telemetry.begin(), telemetry.end());
+        Check(telemetry == expectedFrames, "telemetry for every frame, once");
+        Check(game.streamedAssets.size() == static_cast<std::size_t>(expectedAssets),
+              "every streaming request landed");
+        for (std::size_t i = 0; i < game.streamedAssets.size(); ++i)
+            Check(game.streamedAssets[i] == static_cast<int>(i) * kStreamEvery,
+                  "streamed assets in request order");
+        Check(game.onMainByMistake == 0, "worker work ran on the workers");
+        longJobUnits = game.longJobUnits.load();
+        Check(longJobUnits > 0, "the long job ran until the shutdown request");
+
+        World replay = initial;
+        World next = initial;
+        for (int frame = 0; frame < kFrames; ++frame)
+        {
+            Step(replay, 0, kEntities, next.position.data(), next.velocity.data());
+            replay = next;
+        }
+        expectedPosition = replay.position;
+        expectedVelocity = replay.velocity;
+        Check(game.world.position == expectedPosition && game.world.velocity == expectedVelocity,
+              "the world matches a serial replay");
+        Check(stacks.Stacks() > 0, "stacks come from the game's allocator");
+    }
+    Check(stacks.Used() == 0 && stacks.Stacks() == 0, "every stack went back to the allocator");
+    Check(profiler.threadsStarted == 2 && profiler.threadsStopped == 2,
+          "threadStart/threadStop once per worker");
+    Check(profiler.enters == profiler.leaves && profiler.unpaired == 0,
+          "taskEnter/taskLeave in matched pairs");
+
+    std::vector<double> sorted = frameMs;
+    std::sort(sorted.begin(), sorted.end());
+    const double total = std::chrono::duration<double>(Clock::now() - programStart).count();
+    std::printf("game-loop: %d frames of %d entities in %d chunks, tick %lld ms, %.2f s in all\n",
+                kFrames, kEntities, kChunks, static_cast<long long>(kTick.count()), total);
+    std::printf("frame time (start to results applied), ms: min %.3f  median %.3f  p99 %.3f  max %.3f\n",
+                sorted.front(), Percentile(sorted, 0.5), Percentile(sorted, 0.99), sorted.back());
+    std::printf("tasks entered %ld times; long-job units %ld\n", profiler.enters.load(), longJobUnits);
+    if (failures != 0)
+    {
+        std::printf("game-loop: %d check(s) FAILED\n", failures);
+        return EXIT_FAILURE;
+    }
+    std::printf("game-loop: all checks passed\n");
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,241 @@
+#pragma once
+// AsyncQueue<T>: a queue one coroutine parks on and any thread pushes to -- the boundary between
+// a producing thread and a consuming coroutine, without a mutex-condition-variable-deque at
+// every site.
+
+#include <TC/Checked.h>
+#include <TC/Executor.h>
+#include <TC/Strands/Cancellation.h>
+#include <TC/Strands/ParkedWork.h>
+#include <TC/Strands/ResumeTarget.h>
+#include <TC/Strands/StopToken.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+namespace TC
+{
+// Which end a full queue sacrifices.
+enum class Overflow : std::uint8_t
+{
+    DropOldest, // the oldest queued item makes room for the new one
+    DropNewest, // the new item is refused
+};
+
+struct AsyncQueueOptions
+{
+    std::size_t capacity = SIZE_MAX; // at least 1
+    Overflow overflow = Overflow::DropOldest;
+};
+
+enum class PushOutcome : std::uint8_t
+{
+    Admitted,
+    Refused, // full under DropNewest
+    Closed,
+};
+
+struct PushResult
+{
+    PushOutcome outcome = PushOutcome::Admitted;
+    std::size_t displaced = 0; // items DropOldest discarded to admit this one
+};
+
+// Push and Close never resume the consumer inline: they hand it to where it parked from -- the
+// ResumeTarget current at its suspension (a strand, a scheduler; a strand's state held alive
+// meanwhile), or the queue's own executor when it parked outside every ExecutorScope -- because a
+// producer commonly pushes while holding a lock of its own. One consumer at a time.
+//
+// Lifetime: the queue owns no coroutine frame. An owner observes its consumer finishing before
+// destroying it; the destructor checks (TC_CHECK) that no waiter is left, and HasWaiter() lets a
+// test assert it in any build.
+template <class T>
+class AsyncQueue
+{
+public:
+    explicit AsyncQueue(IExecutor& executor, AsyncQueueOptions options = {})
+        : executor_(executor), options_(options)
+    {
+        if (options_.capacity == 0)
+            options_.capacity = 1;
+    }
+    ~AsyncQueue()
+    {
+        TC_CHECK(waiter_ == nullptr, "AsyncQueue destroyed with a waiter",
+                 "a coroutine is still parked in Pop()");
+    }
+    AsyncQueue(const AsyncQueue&) = delete;
+    AsyncQueue& operator=(const AsyncQueue&) = delete;
+
+    // Any thread; never blocks on the consumer, never resumes it inline.
+    PushResult Push(T value)
+    {
+        PushResult result;
+        PopAwaiter* waiter = nullptr;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (closed_)
+                return PushResult{PushOutcome::Closed, 0};
+            if (items_.size() >= options_.capacity)
+            {
+                if (options_.overflow == Overflow::DropNewest)
+                    return PushResult{PushOutcome::Refused, 0};
+                while (items_.size() >= options_.capacity)
+                {
+                    items_.pop_front();
+                    ++result.displaced;
+                }
+            }
+            items_.push_back(std::move(value));
+            waiter = std::exchange(waiter_, nullptr);
+        }
+        if (waiter)
+            waiter->Wake();
+        return result;
+    }
+
+    // Any thread: a parked consumer is handed back and its Pop() answers std::nullopt once the
+    // items queued before the close are taken. Idempotent.
+    void Close()
+    {
+        PopAwaiter* waiter = nullptr;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            closed_ = true;
+            waiter = std::exchange(waiter_, nullptr);
+        }
+        if (waiter)
+            waiter->Wake();
+    }
+
+    class PopAwaiter
+    {
+    public:
+        explicit PopAwaiter(AsyncQueue& queue) noexcept : queue_(queue) {}
+        PopAwaiter(const PopAwaiter&) = delete;
+        PopAwaiter& operator=(const PopAwaiter&) = delete;
+
+        bool await_ready() const
+        {
+            std::lock_guard<std::mutex> lock(queue_.mutex_);
+            return !queue_.items_.empty() || queue_.closed_;
+        }
+
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> awaiting)
+        {
+            if constexpr (HasStopToken<Promise>)
+                token_ = awaiting.promise().Token();
+            if (token_.stop_requested())
+                return false; // await_resume answers
+            target_ = ResumeTarget::CurrentOr(queue_.executor_);
+            work_ = detail::ParkedWorkFor(awaiting);
+            // Registered before the waiter is published: a stop in between finds nothing to
+            // claim, and the re-check below sees it.
+            if (token_.stop_possible())
+                onStop_.emplace(token_, OnStop{this});
+            std::lock_guard<std::mutex> lock(queue_.mutex_);
+            if (!queue_.items_.empty() || queue_.closed_ || token_.stop_requested())
+                return false;
+            TC_CHECK(queue_.waiter_ == nullptr, "AsyncQueue with two consumers",
+                     "a second coroutine awaited Pop() while one is parked");
+            queue_.waiter_ = this;
+            return true; // from here a push, a close or a stop may resume us anywhere
+        }
+
+        // An item already queued and a close both answer before a cancellation.
+        std::optional<T> await_resume()
+        {
+            onStop_.reset(); // waits for a stop callback still running on another thread
+            target_ = ResumeTarget();
+            std::lock_guard<std::mutex> lock(queue_.mutex_);
+            if (!queue_.items_.empty())
+            {
+                std::optional<T> item(std::move(queue_.items_.front()));
+                queue_.items_.pop_front();
+                return item;
+            }
+            if (queue_.closed_)
+                return std::nullopt;
+            if (token_.stop_requested())
+                throw OperationCancelled();
+            return std::nullopt;
+        }
+
+    private:
+        friend class AsyncQueue;
+
+        struct OnStop
+        {
+            PopAwaiter* self;
+            void operator()() const noexcept
+            {
+                AsyncQueue& queue = self->queue_;
+                {
+                    std::lock_guard<std::mutex> lock(queue.mutex_);
+                    if (queue.waiter_ != self)
+                        return; // not parked yet, or a push/close took it
+                    queue.waiter_ = nullptr;
+                }
+                self->Wake();
+            }
+        };
+
+        // Hands the consumer to its target; never inline. The locals keep the target alive
+        // across the submit, after which the coroutine may already run and free this awaiter.
+        void Wake() noexcept
+        {
+            ResumeTarget target = std::move(target_);
+            ParkedWork work = work_;
+            try
+            {
+                target.Submit(work);
+            }
+            catch (...)
+            {
+                work.Abandon(); // the executor refused: free an unowned chain rather than leak
+            }
+        }
+
+        AsyncQueue& queue_;
+        StopToken token_;
+        ResumeTarget target_;
+        ParkedWork work_;
+        std::optional<StopCallback<OnStop>> onStop_;
+    };
+
+    // co_await queue.Pop(): a value, or std::nullopt once closed and drained. Stop-aware: a stop
+    // of the awaiting flow's token throws OperationCancelled -- unless an item or a close
+    // answered first. The consumer resumes where it parked (see the class comment).
+    [[nodiscard("co_await it")]] PopAwaiter Pop() noexcept { return PopAwaiter(*this); }
+
+    bool HasWaiter() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return waiter_ != nullptr;
+    }
+    std::size_t Size() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return items_.size();
+    }
+    bool Closed() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return closed_;
+    }
+
+private:
+    IExecutor& executor_;
+    AsyncQueueOptions options_;
+    mutable std::mutex mutex_;
+    std::deque<T> items_;
+    PopAwaiter* waiter_ = nullptr;
+    bool closed_ = false;
+};
+} // namespace TC

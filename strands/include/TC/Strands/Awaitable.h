@@ -1,0 +1,32 @@
+#pragma once
+// The concepts every templated await_suspend of TC::strands reads the awaiting promise through,
+// so what a promise must offer is stated in one place.
+
+#include <TC/Strands/StopToken.h>
+
+#include <concepts>
+#include <coroutine>
+
+namespace TC
+{
+// Something co_await can use directly.
+template <class A>
+concept Awaiter = requires(A a, std::coroutine_handle<> h) {
+    { a.await_ready() } -> std::convertible_to<bool>;
+    a.await_suspend(h);
+    a.await_resume();
+};
+
+// A promise that carries a stop token: Token() yields the token of the flow it belongs to.
+template <class P>
+concept HasStopToken = requires(const P& p) {
+    { p.Token() } -> std::convertible_to<StopToken>;
+};
+
+// A promise that carries the root of an await chain nobody owns (a DetachedTask's frame), or a
+// null handle where somebody owns the chain.
+template <class P>
+concept CarriesUnownedRoot = requires(const P& p) {
+    { p.UnownedRoot() } -> std::convertible_to<std::coroutine_handle<>>;
+};
+} // namespace TC

@@ -1,0 +1,46 @@
+#pragma once
+// OperationCancelled and ThisCoroStopToken(): how a cancelled coroutine unwinds, and how it
+// reads the token it was started with.
+
+#include <TC/Strands/Awaitable.h>
+#include <TC/Strands/StopToken.h>
+
+#include <coroutine>
+#include <exception>
+
+namespace TC
+{
+// Thrown by a cancelled frame so that it unwinds through ordinary RAII. A runtime awaitable
+// throws it from await_resume when its token has stop_requested(). WhenAny tells a child that
+// unwound cancelled from one that failed by this type.
+class OperationCancelled : public std::exception
+{
+public:
+    const char* what() const noexcept override { return "TC::OperationCancelled"; }
+};
+
+namespace detail
+{
+struct ThisCoroStopTokenAwaiter
+{
+    StopToken token;
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> awaiting) noexcept
+    {
+        if constexpr (HasStopToken<Promise>)
+            token = awaiting.promise().Token();
+        return false; // never suspends: the token is read and the coroutine goes on at once
+    }
+    StopToken await_resume() noexcept { return std::move(token); }
+};
+} // namespace detail
+
+// co_await ThisCoroStopToken() yields the awaiting coroutine's token without suspending it (a
+// default token, where stop_possible() is false, when the promise carries none).
+[[nodiscard("co_await it to read the token")]] inline detail::ThisCoroStopTokenAwaiter
+ThisCoroStopToken() noexcept
+{
+    return {};
+}
+} // namespace TC

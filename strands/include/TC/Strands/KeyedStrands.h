@@ -1,0 +1,451 @@
+#pragma once
+// KeyedStrands: one strand per key, for state partitioned by a model, a connection or a session;
+// a key with no work has no strand, and retired strands are kept for reuse.
+
+#include <TC/Executor.h>
+#include <TC/Strands/ParkedWork.h>
+#include <TC/Strands/ResumeTarget.h>
+#include <TC/Strands/RunTask.h>
+#include <TC/Strands/Strand.h>
+#include <TC/Strands/detail/StrandCore.h>
+#include <TC/Strands/detail/WaitList.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace TC
+{
+template <class Key>
+struct KeyedStrandsOptions
+{
+    std::size_t batch = 64;          // as StrandOptions::batch, per key
+    std::size_t initialCapacity = 16; // as StrandOptions::initialCapacity, per key
+    // Around every task of every key, told the key and the task's kind; must call task() once.
+    std::function<void(const Key& key, RunTask& task)> aroundTask;
+};
+
+namespace detail
+{
+// Retired strands and map nodes kept for reuse.
+inline constexpr std::size_t kKeptStrands = 32;
+
+template <class Key, class Hash, class Equal>
+class KeyedRegistry;
+
+template <class Key, class Hash, class Equal>
+class KeyedCore final : public StrandCore
+{
+public:
+    using Registry = KeyedRegistry<Key, Hash, Equal>;
+
+    KeyedCore(IExecutor& base, StrandOptions options, Key key,
+              std::shared_ptr<Registry> registry, bool keepable)
+        : StrandCore(base, std::move(options)), key_(std::move(key)),
+          registry_(std::move(registry)), keepable_(keepable)
+    {
+        hooked_ = static_cast<bool>(registry_->options_.aroundTask);
+    }
+
+    // A retired strand referenced by a coroutine parked on it hands what it is given back to
+    // the registry, which gives it to the key's current strand or makes one: a key never has two.
+    EnqueueResult Enqueue(PendingEntry& pending, Admission admission) override
+    {
+        EnqueueResult result = StrandCore::Enqueue(pending, admission);
+        if (result != EnqueueResult::Forward)
+            return result;
+        Key key = KeyCopy();
+        return registry_->Route(key, pending, admission);
+    }
+
+    Key KeyCopy() const
+    {
+        std::lock_guard<std::mutex> lock(Mutex());
+        return key_;
+    }
+
+    // Under the registry's lock and ours.
+    void ReuseLocked(const Key& key)
+    {
+        key_ = key;
+        retired_ = false;
+    }
+    bool KeepableLocked() const noexcept { return keepable_; }
+    void MarkRetiredLocked() noexcept { retired_ = true; }
+
+protected:
+    void InvokeHook(RunTask& task) override { registry_->options_.aroundTask(key_, task); }
+    bool RetiresWhenDry() const noexcept override { return true; }
+
+    // Retires the strand when its queue runs dry: under the registry's lock and the strand's,
+    // in that order everywhere.
+    TurnEnd OnQueueDry() override
+    {
+        std::shared_ptr<Registry> registry = registry_;
+        std::lock_guard<std::mutex> registryLock(registry->mutex_);
+        std::lock_guard<std::mutex> lock(Mutex());
+        if (ClosedLocked())
+            return ExitLocked();
+        if (!QueueEmptyLocked())
+            return TurnEnd::Continue; // work arrived while we took the locks
+        retired_ = true;
+        registry->ReleaseKeyLocked(key_, this);
+        const TurnEnd end = registry->KeepLocked(*this) ? IdleLocked() : ExitLocked();
+        registry->waiters_.WakeAllLocked();
+        return end;
+    }
+
+private:
+    Key key_;
+    std::shared_ptr<Registry> registry_;
+    bool keepable_; // false for a strand made after the seal
+};
+
+template <class Key, class Hash, class Equal>
+class KeyedRegistry : public std::enable_shared_from_this<KeyedRegistry<Key, Hash, Equal>>
+{
+public:
+    using Core = KeyedCore<Key, Hash, Equal>;
+    using Map = std::unordered_map<Key, std::shared_ptr<Core>, Hash, Equal>;
+
+    KeyedRegistry(IExecutor& base, KeyedStrandsOptions<Key> options)
+        : base_(base), options_(std::move(options))
+    {
+        kept_.reserve(kKeptStrands);
+        spareNodes_.reserve(kKeptStrands);
+    }
+
+    // Queues the entry on the key's strand, taking a kept one or making one if it has none.
+    EnqueueResult Route(const Key& key, PendingEntry& pending, Admission admission)
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (closed_ || (admission == Admission::Offer && sealed_))
+            return EnqueueResult::Refused; // the registry is the offer door
+        Core* core = nullptr;
+        bool attached = false;
+        if (auto it = active_.find(key); it != active_.end())
+        {
+            core = it->second.get();
+        }
+        else
+        {
+            core = AttachLocked(key);
+            attached = true;
+        }
+        Abandoned abandoned;
+        std::unique_lock<std::mutex> coreLock(core->Mutex());
+        try
+        {
+            return core->PushLocked(pending, Admission::Return, abandoned);
+        }
+        catch (...)
+        {
+            coreLock.unlock();
+            std::shared_ptr<Core> keep =
+                std::static_pointer_cast<Core>(core->shared_from_this());
+            if (attached)
+                DetachLocked(key, core);
+            lock.unlock();
+            keep->DropAbandoned(abandoned);
+            throw;
+        }
+    }
+
+    // The key's strand is retired: its map node goes to the spares.
+    void ReleaseKeyLocked(const Key& key, Core* core) noexcept
+    {
+        auto it = active_.find(key);
+        if (it == active_.end() || it->second.get() != core)
+            return;
+        auto node = active_.extract(it);
+        node.mapped().reset(); // the pump still holds the strand
+        if (spareNodes_.size() < kKeptStrands)
+            spareNodes_.push_back(std::move(node)); // reserved: no allocation
+    }
+
+    // Keeps a retired strand for reuse, if there is room and it may be kept.
+    bool KeepLocked(Core& core) noexcept
+    {
+        if (closed_ || !core.KeepableLocked() || kept_.size() >= kKeptStrands)
+            return false;
+        kept_.push_back(std::static_pointer_cast<Core>(core.shared_from_this())); // reserved
+        return true;
+    }
+
+    void Seal()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sealed_ = true;
+    }
+
+    void Close() noexcept
+    {
+        std::vector<std::shared_ptr<Core>> cores;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            closed_ = true;
+            sealed_ = true;
+            // The one allocation of a close; out of memory here terminates (noexcept).
+            cores.reserve(active_.size() + kept_.size());
+            for (auto& [key, core] : active_)
+                cores.push_back(std::move(core));
+            for (auto& core : kept_)
+                cores.push_back(std::move(core));
+            active_.clear();
+            kept_.clear();
+            spareNodes_.clear();
+            waiters_.WakeAllLocked();
+        }
+        // Each close waits for a task running on another thread, never for the caller's own.
+        for (auto& core : cores)
+            core->Close();
+    }
+
+    bool Idle() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return active_.empty();
+    }
+
+    void WaitIdle()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (auto& [key, core] : active_)
+            if (core->RunningHere())
+                throw std::logic_error("TC::KeyedStrands::WaitIdle: called from a key's task");
+        waiters_.WaitUntil(lock, [this] { return active_.empty() || closed_; });
+    }
+
+    bool RunningHere(const Key& key) const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = active_.find(key);
+        return it != active_.end() && it->second->RunningHere();
+    }
+
+    std::size_t ActiveKeys() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return active_.size();
+    }
+    std::size_t KeptStrands() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return kept_.size();
+    }
+    std::size_t SpareNodes() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return spareNodes_.size();
+    }
+    std::size_t StrandsMade() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return made_;
+    }
+
+private:
+    friend Core;
+
+    Core* AttachLocked(const Key& key)
+    {
+        std::shared_ptr<Core> core = TakeKeptLocked(key);
+        if (!core)
+        {
+            core = std::make_shared<Core>(base_, StrandOptions{options_.batch, {},
+                                                               options_.initialCapacity},
+                                          key, this->shared_from_this(), !sealed_);
+            ++made_;
+        }
+        Core* raw = core.get();
+        try
+        {
+            if (!spareNodes_.empty())
+            {
+                auto node = std::move(spareNodes_.back());
+                spareNodes_.pop_back();
+                node.key() = key;
+                node.mapped() = std::move(core);
+                auto inserted = active_.insert(std::move(node));
+                if (!inserted.inserted)
+                    throw std::logic_error("TC::KeyedStrands: two strands for one key");
+            }
+            else
+            {
+                active_.emplace(key, std::move(core));
+            }
+        }
+        catch (...)
+        {
+            if (core && kept_.size() < kKeptStrands && !sealed_)
+                kept_.push_back(std::move(core)); // a kept one goes back; reserved
+            throw;
+        }
+        return raw;
+    }
+
+    // A kept strand is given to a key only when nothing but the registry and its idle pump
+    // references it -- exact here: no new reference can appear except through this lock. One
+    // still referenced (a coroutine parked on it, which must come back to its old key) is
+    // skipped, and taken later once it has let go.
+    std::shared_ptr<Core> TakeKeptLocked(const Key& key)
+    {
+        if (sealed_)
+            return {}; // no kept strand is handed out after the seal
+        for (std::size_t i = 0; i < kept_.size(); ++i)
+        {
+            std::shared_ptr<Core>& candidate = kept_[i];
+            std::lock_guard<std::mutex> coreLock(candidate->Mutex());
+            const long expected =
+                1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
+            if (candidate.use_count() != expected)
+                continue;
+            candidate->ReuseLocked(key);
+            std::shared_ptr<Core> taken = std::move(candidate);
+            candidate = std::move(kept_.back());
+            kept_.pop_back();
+            return taken;
+        }
+        return {};
+    }
+
+    void DetachLocked(const Key& key, Core* core) noexcept
+    {
+        auto it = active_.find(key);
+        if (it == active_.end() || it->second.get() != core)
+            return;
+        std::shared_ptr<Core> detached = std::move(it->second);
+        active_.erase(it);
+        {
+            std::lock_guard<std::mutex> coreLock(detached->Mutex());
+            detached->MarkRetiredLocked();
+        }
+        if (detached->KeepableLocked() && kept_.size() < kKeptStrands)
+            kept_.push_back(std::move(detached));
+        else
+            detached->Close();
+    }
+
+    IExecutor& base_;
+    KeyedStrandsOptions<Key> options_;
+    mutable std::mutex mutex_;
+    Map active_;
+    std::vector<std::shared_ptr<Core>> kept_;
+    std::vector<typename Map::node_type> spareNodes_;
+    std::size_t made_ = 0;
+    bool sealed_ = false;
+    bool closed_ = false;
+    WaitList waiters_; // WaitIdle
+};
+} // namespace detail
+
+// Each key's work runs one task at a time, in order, on the base; different keys run in
+// parallel. A key's strand is made (or a kept one taken) when work arrives for a key with none,
+// and retired when its queue runs dry; up to 32 retired strands and map nodes are kept, so a
+// post to an idle key allocates only the call and a coroutine's submit nothing.
+//
+// Threads: any member from any thread. Seal() closes the offer door (TryPost/TrySubmit refuse)
+// while Post/Submit are admitted until Close(). ~KeyedStrands is Close(): every key's queue is
+// dropped and every key's running task waited for -- except the one the destructor runs inside,
+// which is not waited for (see Strand). The base must outlive it.
+template <class Key, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
+class KeyedStrands
+{
+public:
+    using Registry = detail::KeyedRegistry<Key, Hash, Equal>;
+
+    explicit KeyedStrands(IExecutor& base, KeyedStrandsOptions<Key> options = {})
+        : registry_(std::make_shared<Registry>(base, std::move(options)))
+    {
+    }
+    ~KeyedStrands() { registry_->Close(); }
+    KeyedStrands(const KeyedStrands&) = delete;
+    KeyedStrands& operator=(const KeyedStrands&) = delete;
+
+    template <class F>
+    void Post(const Key& key, F&& fn)
+    {
+        PostImpl(key, std::forward<F>(fn), detail::Admission::Return);
+    }
+    // Refused once sealed or closed: false, `fn` untouched.
+    template <class F>
+    bool TryPost(const Key& key, F&& fn)
+    {
+        return PostImpl(key, std::forward<F>(fn), detail::Admission::Offer);
+    }
+
+    void Submit(const Key& key, std::coroutine_handle<> handle)
+    {
+        Submit(key, ParkedWork{handle, {}});
+    }
+    // Dropped (an unowned chain freed) once closed.
+    void Submit(const Key& key, ParkedWork work)
+    {
+        detail::PendingEntry pending{detail::StrandEntry{work.handle, work.abandon, nullptr}};
+        if (registry_->Route(key, pending, detail::Admission::Return) !=
+            detail::EnqueueResult::Queued)
+            work.Abandon();
+    }
+    // Refused once sealed or closed: false, the work left with the caller.
+    bool TrySubmit(const Key& key, ParkedWork work)
+    {
+        detail::PendingEntry pending{detail::StrandEntry{work.handle, work.abandon, nullptr}};
+        return registry_->Route(key, pending, detail::Admission::Offer) ==
+               detail::EnqueueResult::Queued;
+    }
+
+    class ResumeOnAwaiter
+    {
+    public:
+        ResumeOnAwaiter(KeyedStrands& strands, Key key) : strands_(strands), key_(std::move(key)) {}
+        bool await_ready() const noexcept { return false; }
+        template <class Promise>
+        void await_suspend(std::coroutine_handle<Promise> awaiting)
+        {
+            strands_.Submit(key_, detail::ParkedWorkFor(awaiting));
+        }
+        void await_resume() const noexcept {}
+
+    private:
+        KeyedStrands& strands_;
+        Key key_;
+    };
+
+    // co_await strands.ResumeOn(key): continue on the key's strand (made if it has none).
+    [[nodiscard("co_await it")]] ResumeOnAwaiter ResumeOn(Key key)
+    {
+        return ResumeOnAwaiter(*this, std::move(key));
+    }
+
+    void Seal() { registry_->Seal(); }
+    void Close() noexcept { registry_->Close(); }
+    // True when no key has a strand (every queue ran dry).
+    bool Idle() const { return registry_->Idle(); }
+    // Blocks until Idle(), as Strand::WaitIdle waits; woken as keys retire.
+    void WaitIdle() { registry_->WaitIdle(); }
+    bool RunningHere(const Key& key) const { return registry_->RunningHere(key); }
+
+    // For tests and budgets: keys with a strand, retired strands kept, spare map nodes, and how
+    // many strands were ever made.
+    std::size_t ActiveKeys() const { return registry_->ActiveKeys(); }
+    std::size_t KeptStrands() const { return registry_->KeptStrands(); }
+    std::size_t SpareNodes() const { return registry_->SpareNodes(); }
+    std::size_t StrandsMade() const { return registry_->StrandsMade(); }
+
+private:
+    template <class F>
+    bool PostImpl(const Key& key, F&& fn, detail::Admission admission)
+    {
+        return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending) {
+            return registry_->Route(key, pending, admission);
+        });
+    }
+
+    std::shared_ptr<Registry> registry_;
+};
+} // namespace TC

@@ -1,0 +1,228 @@
+#pragma once
+// Task<T>: a lazy coroutine producing one T (or nothing, for Task<void>), awaited once, whose
+// completion hands control straight to its awaiter (symmetric transfer) and whose frame is owned
+// by whoever awaits it, so a chain of tasks is owned downward from its root.
+
+#include <TC/Strands/Awaitable.h>
+#include <TC/Strands/StopToken.h>
+#include <TC/Strands/detail/UniqueCoroHandle.h>
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace TC
+{
+template <class T = void>
+class Task;
+
+namespace detail
+{
+// What every Task promise carries: the awaiter to transfer to at the end, the flow's stop token
+// (inherited from the awaiting coroutine), the root of the chain when nobody owns it, and what
+// escaped the body.
+class TaskPromiseBase
+{
+public:
+    struct FinalAwaiter
+    {
+        bool await_ready() const noexcept { return false; }
+        template <class Promise>
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept
+        {
+            // Symmetric transfer: a tail call where the compiler makes one (see Task_test's
+            // deep chain), so a chain of synchronous completions does not grow the stack.
+            std::coroutine_handle<> continuation = self.promise().continuation_;
+            return continuation ? continuation : std::noop_coroutine();
+        }
+        void await_resume() const noexcept {}
+    };
+
+    std::suspend_always initial_suspend() const noexcept { return {}; }
+    FinalAwaiter final_suspend() const noexcept { return {}; }
+    void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+
+    const StopToken& Token() const noexcept { return token_; }
+    std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
+
+    // Called by whoever is about to start this frame: the awaiting coroutine's awaiter, a
+    // combinator's runner, or the owner of a root task.
+    void SetContinuation(std::coroutine_handle<> continuation) noexcept
+    {
+        continuation_ = continuation;
+    }
+    void SetToken(StopToken token) noexcept { token_ = std::move(token); }
+    void SetUnownedRoot(std::coroutine_handle<> root) noexcept { unownedRoot_ = root; }
+
+    // Copies what the awaiting promise carries, through the concepts of Awaitable.h.
+    template <class AwaitingPromise>
+    void InheritFrom(AwaitingPromise& awaiting) noexcept
+    {
+        if constexpr (HasStopToken<AwaitingPromise>)
+            token_ = awaiting.Token();
+        if constexpr (CarriesUnownedRoot<AwaitingPromise>)
+            unownedRoot_ = awaiting.UnownedRoot();
+    }
+
+protected:
+    void RethrowIfFailed() const
+    {
+        if (exception_)
+            std::rethrow_exception(exception_);
+    }
+
+private:
+    std::coroutine_handle<> continuation_;
+    StopToken token_;
+    std::coroutine_handle<> unownedRoot_;
+    std::exception_ptr exception_;
+};
+
+template <class T>
+class TaskPromise final : public TaskPromiseBase
+{
+public:
+    ::TC::Task<T> get_return_object() noexcept;
+
+    template <class U = T>
+        requires std::is_convertible_v<U&&, T>
+    void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<T, U&&>)
+    {
+        value_.emplace(std::forward<U>(value));
+    }
+
+    // Rethrows what escaped the body, or moves the value out (once).
+    T TakeResult()
+    {
+        RethrowIfFailed();
+        return std::move(*value_);
+    }
+
+private:
+    std::optional<T> value_;
+};
+
+template <>
+class TaskPromise<void> final : public TaskPromiseBase
+{
+public:
+    ::TC::Task<void> get_return_object() noexcept;
+    void return_void() const noexcept {}
+    void TakeResult() const { RethrowIfFailed(); }
+};
+
+[[noreturn]] inline void ThrowEmptyTask(const char* what)
+{
+    // A precondition violation that survives a Release build: not a recoverable error, and not
+    // to be caught -- fix the call instead.
+    throw std::logic_error(what);
+}
+} // namespace detail
+
+// Starts suspended: nothing runs until it is awaited (co_await std::move(task)) or its Handle()
+// is resumed by its owner. Awaiting moves the frame into the awaiter, which destroys it at the
+// end of the co_await expression; a named task awaited with std::move is empty afterwards. The
+// promise inherits the awaiting coroutine's stop token and unowned root.
+//
+// Lifetime: the frame lives as long as the Task (or the awaiter it moved into) that owns it.
+// Destroying a task that is suspended somewhere destroys its whole chain, recursively, and is
+// only safe when nothing else will resume it (a ParkedWork's abandon path exists for that).
+template <class T>
+class [[nodiscard("a Task does nothing until it is awaited")]] Task
+{
+public:
+    static_assert(!std::is_reference_v<T>, "Task<T&> is not supported: return a pointer");
+    using promise_type = detail::TaskPromise<T>;
+    using Handle = std::coroutine_handle<promise_type>;
+
+    Task() noexcept = default;
+    explicit Task(Handle handle) noexcept : frame_(handle) {}
+    Task(Task&&) noexcept = default;
+    Task& operator=(Task&&) noexcept = default;
+
+    class Awaiter
+    {
+    public:
+        explicit Awaiter(detail::UniqueCoroHandle<promise_type> frame) noexcept
+            : frame_(std::move(frame))
+        {
+        }
+
+        // An empty task (default-constructed, moved from, released) is ready; await_resume then
+        // refuses it with std::logic_error.
+        bool await_ready() const noexcept { return !frame_ || frame_.Get().done(); }
+
+        template <class AwaitingPromise>
+        Handle await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
+        {
+            promise_type& promise = frame_.GetPromise();
+            promise.SetContinuation(awaiting);
+            promise.InheritFrom(awaiting.promise());
+            return frame_.Get(); // start the child by symmetric transfer
+        }
+
+        T await_resume()
+        {
+            if (!frame_)
+                detail::ThrowEmptyTask("TC::Task: awaited a task that owns no frame");
+            return frame_.GetPromise().TakeResult();
+        }
+
+    private:
+        detail::UniqueCoroHandle<promise_type> frame_;
+    };
+
+    // The awaiter owns the frame from here on: the Task is empty afterwards.
+    Awaiter operator co_await() && noexcept { return Awaiter(std::move(frame_)); }
+
+    // True when the frame has finished -- and also for a task that owns no frame (default
+    // constructed, moved from, released), which is why Result() checks both.
+    bool Done() const noexcept { return !frame_ || frame_.Get().done(); }
+    bool OwnsFrame() const noexcept { return static_cast<bool>(frame_); }
+
+    // The value (moved out; call once), or what escaped the body, rethrown. Requires an owned
+    // frame that is done: a task owning no frame, or not finished, is refused with
+    // std::logic_error rather than answered with a default-constructed T.
+    T Result()
+    {
+        if (!frame_)
+            detail::ThrowEmptyTask("TC::Task::Result: the task owns no frame");
+        if (!frame_.Get().done())
+            detail::ThrowEmptyTask("TC::Task::Result: the task has not finished");
+        return frame_.GetPromise().TakeResult();
+    }
+
+    // For an owner that drives a root task itself: resume it once to start it.
+    Handle GetHandle() const noexcept { return frame_.Get(); }
+    // Hands the frame to the caller, who must destroy it; the task is empty afterwards.
+    Handle Release() noexcept { return frame_.Release(); }
+
+    // Gives a root task the token its flow observes; before it starts. A task that is awaited
+    // takes its awaiter's token instead.
+    void SetStopToken(StopToken token) noexcept
+    {
+        if (frame_)
+            frame_.GetPromise().SetToken(std::move(token));
+    }
+
+private:
+    detail::UniqueCoroHandle<promise_type> frame_;
+};
+
+namespace detail
+{
+template <class T>
+TC::Task<T> TaskPromise<T>::get_return_object() noexcept
+{
+    return ::TC::Task<T>(std::coroutine_handle<TaskPromise<T>>::from_promise(*this));
+}
+
+inline ::TC::Task<void> TaskPromise<void>::get_return_object() noexcept
+{
+    return ::TC::Task<void>(std::coroutine_handle<TaskPromise<void>>::from_promise(*this));
+}
+} // namespace detail
+} // namespace TC

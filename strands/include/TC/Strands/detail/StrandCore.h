@@ -1,0 +1,205 @@
+#pragma once
+// detail::StrandCore: a strand's shared state -- its queue, its pump and its phase -- held by the
+// Strand (or a KeyedStrands registry), by the pump's frame and by every ResumeTarget that parked
+// on it. It is the IExecutor a strand's tasks see as current.
+
+#include <TC/Executor.h>
+#include <TC/Strands/RunTask.h>
+#include <TC/Strands/StrandOptions.h>
+#include <TC/Strands/detail/WaitList.h>
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace TC::detail
+{
+enum class PumpPhase : std::uint8_t
+{
+    Idle,      // suspended, queued nowhere (or no pump frame yet)
+    Scheduled, // queued on the base
+    Running,   // running a turn
+    Exited,    // ended: closed, or a keyed strand retired and not kept
+};
+
+// Who is asking: an offer (TryPost/TrySubmit) is refused once sealed; a return (Post/Submit, how
+// a coroutine the strand already admitted comes back) is admitted until closed.
+enum class Admission : std::uint8_t
+{
+    Offer,
+    Return,
+};
+
+enum class EnqueueResult : std::uint8_t
+{
+    Queued,
+    Refused, // closed (or sealed, for an offer): nothing was taken from the caller
+    Forward, // a retired keyed strand: route the entry through the registry
+};
+
+// What the end of a turn does with the pump.
+enum class TurnEnd : std::uint8_t
+{
+    Continue, // more work and batch not spent: run another turn now
+    Suspend,  // idle, or queued on the base again
+    Exit,     // closed or retired: the pump ends and frees its frame
+};
+
+// What one submission brings: a coroutine entry, or how to move the caller's callable into the
+// queue (inline in the entry, or into storage allocated beforehand) -- done under the lock, once
+// admission is decided and the pump (if this submit wakes it) is on the base, so a refusal of
+// either kind leaves the callable untouched.
+struct PendingEntry
+{
+    StrandEntry entry;
+    void* storage = nullptr;
+    CallBase* (*construct)(void* storage, void* source) = nullptr;
+    void (*constructInline)(StrandEntry& entry, void* source) noexcept = nullptr;
+    void* source = nullptr;
+};
+
+// What a refused base submit abandons: the entries queued before the refused submitter's, freed
+// outside every lock (StrandCore::DropAbandoned).
+struct Abandoned
+{
+    std::unique_ptr<StrandEntry[]> entries;
+    std::size_t count = 0;
+};
+
+class StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
+{
+public:
+    StrandCore(IExecutor& base, StrandOptions options);
+    StrandCore(const StrandCore&) = delete;
+    StrandCore& operator=(const StrandCore&) = delete;
+    virtual ~StrandCore();
+
+    // IExecutor: a return. Dropped (a chain nobody owns freed) once closed.
+    using IExecutor::Submit;
+    void Submit(std::coroutine_handle<> handle) override;
+    void Submit(ParkedWork work) override;
+    // A coroutine parked through the kernel (SuspendTaskAsync) holds this state until it is
+    // handed back, so a strand destroyed meanwhile is never reached through a dangling pointer.
+    std::shared_ptr<void> KeepAlive() noexcept override { return weak_from_this().lock(); }
+
+    // Queues the pending entry. Refused: nothing constructed or taken. Throws what making room,
+    // making the pump, the base's submit or the callable's move throws; nothing of the caller's
+    // is then queued or consumed (the callable is moved only after everything else succeeded)
+    // -- and a base refusal abandons what was queued before it (DropAbandoned).
+    virtual EnqueueResult Enqueue(PendingEntry& pending, Admission admission);
+
+    // Under Mutex(): queues, handing the pump to the base first if this submit wakes it (the
+    // base's Submit runs under the strand's lock; it must not run the pump inline, as IExecutor
+    // requires). Throws before publishing anything; on a base refusal `abandoned` holds what the
+    // caller must DropAbandoned once it has unlocked everything.
+    EnqueueResult PushLocked(PendingEntry& pending, Admission admission, Abandoned& abandoned);
+    // Outside every lock: frees what a base refusal abandoned, refusing any submit to this
+    // strand its destructors make (the base has just refused).
+    void DropAbandoned(Abandoned& abandoned) noexcept;
+
+    void Seal();
+    void Close() noexcept;
+    bool Idle() const;
+    void WaitIdle();
+    bool RunningHere() const noexcept;
+    std::mutex& Mutex() const noexcept { return mutex_; }
+
+    // ---- the pump's side ----
+    bool BeginTurn();
+    bool RunBatch(); // true when the batch was spent
+    TurnEnd EndTurn(std::coroutine_handle<> pump, bool batchSpent);
+    void PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept;
+
+    // References a strand's pump frame holds: the parameter of its coroutine.
+    static constexpr long PumpReferences = 1;
+    bool HasPumpLocked() const noexcept { return static_cast<bool>(pump_); }
+    bool QueueEmptyLocked() const noexcept { return count_ == 0; }
+    bool ClosedLocked() const noexcept { return closed_; }
+    bool RetiredLocked() const noexcept { return retired_; }
+
+protected:
+    // KeyedStrands' extensions.
+    virtual void InvokeHook(RunTask& task);
+    // At the end of a turn that left the queue empty, with no lock held.
+    virtual TurnEnd OnQueueDry();
+    virtual bool RetiresWhenDry() const noexcept { return false; }
+    TurnEnd IdleLocked() noexcept;
+    TurnEnd ExitLocked() noexcept;
+
+    bool retired_ = false; // keyed: no longer its key's strand; entries go through the registry
+    bool hooked_ = false;
+
+private:
+    std::coroutine_handle<> MakePumpLocked();
+    void GrowLocked();
+    void TakeAllLocked(std::unique_ptr<StrandEntry[]>& into, std::size_t& count);
+    std::size_t TakeChunk(StrandEntry* into, std::size_t most);
+    void PutBackLocked(StrandEntry* entries, std::size_t count) noexcept;
+    void DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t count) noexcept;
+    void RunEntry(StrandEntry& entry);
+    void OnTaskThrew(StrandEntry* untried, std::size_t count) noexcept;
+    void HandOffFinished(std::unique_lock<std::mutex>& lock) noexcept;
+
+    IExecutor& base_;
+    StrandOptions options_;
+    mutable std::mutex mutex_;
+    // The queue: a ring of entries, grown by doubling under the lock (power-of-two capacity).
+    std::unique_ptr<StrandEntry[]> ring_;
+    std::size_t capacity_ = 0;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+    // Slots just behind head_ the running pump took as a chunk and may put back (a task threw):
+    // a submit grows the ring rather than write into them.
+    std::size_t taken_ = 0;
+    PumpPhase phase_ = PumpPhase::Idle;
+    std::coroutine_handle<> pump_;
+    unsigned handOffs_ = 0; // hand-offs to the base in flight outside the lock
+    bool sealed_ = false;
+    bool closed_ = false;
+    // closed_, readable without the lock: the pump checks it between the tasks of a chunk.
+    std::atomic<bool> closedHint_{false};
+    mutable WaitList waiters_; // Close and WaitIdle
+};
+
+// A post to a strand core (or, through `enqueue`, a keyed strand's registry): a callable that
+// fits is held inline in its queue entry (no allocation); any other gets storage first, and is
+// moved in under the lock once admitted. True when queued; false (refused: closed, or sealed for
+// an offer) and a throw both leave `fn` as it was.
+template <class F, class EnqueueFn>
+bool PostWith(F&& fn, EnqueueFn&& enqueue)
+{
+    using Fn = std::decay_t<F>;
+    using Source = std::remove_reference_t<F>;
+    PendingEntry pending;
+    pending.source = const_cast<std::remove_const_t<Source>*>(std::addressof(fn));
+    if constexpr (kInlineCall<Fn>)
+    {
+        pending.constructInline = &InlineCall<Fn>::template ConstructFrom<F&&>;
+        return enqueue(pending) == EnqueueResult::Queued;
+    }
+    else
+    {
+        pending.storage = ::operator new(sizeof(Call<Fn>));
+        pending.construct = &Call<Fn>::template ConstructFrom<F&&>;
+        EnqueueResult result;
+        try
+        {
+            result = enqueue(pending);
+        }
+        catch (...)
+        {
+            ::operator delete(pending.storage); // never constructed: the move comes last
+            throw;
+        }
+        if (result != EnqueueResult::Queued)
+            ::operator delete(pending.storage);
+        return result == EnqueueResult::Queued;
+    }
+}
+} // namespace TC::detail

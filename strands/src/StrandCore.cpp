@@ -1,0 +1,624 @@
+// StrandCore: the pump, the queue and the phase machine behind Strand and KeyedStrands.
+
+#include <TC/Strands/ResumeTarget.h>
+#include <TC/Strands/Strand.h>
+#include <TC/Strands/detail/StrandCore.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace TC::detail
+{
+namespace
+{
+// The strand whose batch runs on this thread (innermost); read by ResumeTarget::Current().
+thread_local StrandCore* tlRunningStrand = nullptr;
+// The strand whose dropped work this thread is freeing: a destructor that submits to it again
+// is dropped too, rather than handed to a base that has just refused, or to a closed strand.
+thread_local const StrandCore* tlDropping = nullptr;
+
+class RunningStrandGuard
+{
+public:
+    explicit RunningStrandGuard(StrandCore* core) noexcept
+        : previous_(std::exchange(tlRunningStrand, core))
+    {
+    }
+    ~RunningStrandGuard() { tlRunningStrand = previous_; }
+    RunningStrandGuard(const RunningStrandGuard&) = delete;
+    RunningStrandGuard& operator=(const RunningStrandGuard&) = delete;
+
+private:
+    StrandCore* previous_;
+};
+
+class DroppingGuard
+{
+public:
+    explicit DroppingGuard(const StrandCore* core) noexcept
+        : previous_(std::exchange(tlDropping, core))
+    {
+    }
+    ~DroppingGuard() { tlDropping = previous_; }
+    DroppingGuard(const DroppingGuard&) = delete;
+    DroppingGuard& operator=(const DroppingGuard&) = delete;
+
+private:
+    const StrandCore* previous_;
+};
+
+// A pump that died of a task's exception is left suspended at its final point by it, and must
+// not be freed until the resume() that threw has returned; only the thread it threw on knows
+// when, so the next death on that thread (or the thread's exit) frees it.
+class DeadPumpReaper
+{
+public:
+    DeadPumpReaper() = default;
+    DeadPumpReaper(const DeadPumpReaper&) = delete;
+    DeadPumpReaper& operator=(const DeadPumpReaper&) = delete;
+    ~DeadPumpReaper()
+    {
+        if (dead_)
+            dead_.destroy();
+    }
+    static void Adopt(std::coroutine_handle<> pump) noexcept
+    {
+        thread_local DeadPumpReaper reaper;
+        if (auto previous = std::exchange(reaper.dead_, pump))
+            previous.destroy();
+    }
+
+private:
+    std::coroutine_handle<> dead_;
+};
+
+class PumpCoroutine
+{
+public:
+    struct promise_type
+    {
+        promise_type() = default;
+        promise_type(const promise_type&) = delete;
+        promise_type& operator=(const promise_type&) = delete;
+        ~promise_type()
+        {
+            if (core)
+                core->PumpFrameDestroyed(Self());
+        }
+        std::coroutine_handle<promise_type> Self() noexcept
+        {
+            return std::coroutine_handle<promise_type>::from_promise(*this);
+        }
+        PumpCoroutine get_return_object() noexcept { return PumpCoroutine{Self()}; }
+        std::suspend_always initial_suspend() const noexcept { return {}; }
+        std::suspend_never final_suspend() const noexcept { return {}; }
+        void return_void() const noexcept {}
+        void unhandled_exception()
+        {
+            // A task threw: a replacement pump already took over the queue (OnTaskThrew). The
+            // exception propagates to whoever resumed this pump.
+            DeadPumpReaper::Adopt(Self());
+            throw;
+        }
+
+        StrandCore* core = nullptr;
+    };
+
+    std::coroutine_handle<promise_type> handle;
+};
+
+struct EndTurnAwaiter
+{
+    StrandCore* core;
+    bool batchSpent;
+    bool keepRunning = true;
+
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> pump) noexcept
+    {
+        StrandCore* const strand = core;
+        const bool spent = batchSpent;
+        keepRunning = true; // what a later resumption answers; written before the hand-off
+        const TurnEnd end = strand->EndTurn(pump, spent);
+        if (end == TurnEnd::Suspend)
+            return true; // from here the pump may already run elsewhere: touch nothing
+        keepRunning = end == TurnEnd::Continue;
+        return false;
+    }
+    bool await_resume() const noexcept { return keepRunning; }
+};
+
+// One pump per strand. Its parameter is the reference its frame holds (PumpReferences).
+PumpCoroutine RunPump(std::shared_ptr<StrandCore> keep)
+{
+    StrandCore* const core = keep.get();
+    for (;;)
+    {
+        if (!core->BeginTurn())
+            co_return;
+        const bool spent = core->RunBatch();
+        if (!co_await EndTurnAwaiter{core, spent})
+            co_return;
+    }
+}
+
+} // namespace
+
+std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept
+{
+    if (tlRunningStrand && executor == tlRunningStrand)
+        return tlRunningStrand->shared_from_this();
+    return {};
+}
+
+StrandCore::StrandCore(IExecutor& base, StrandOptions options)
+    : base_(base), options_(std::move(options))
+{
+    if (options_.batch == 0)
+        options_.batch = 1;
+    hooked_ = static_cast<bool>(options_.aroundTask);
+}
+
+StrandCore::~StrandCore()
+{
+    std::unique_ptr<StrandEntry[]> entries;
+    std::size_t count = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        TakeAllLocked(entries, count);
+    }
+    DropAll(std::move(entries), count);
+}
+
+void StrandCore::Submit(std::coroutine_handle<> handle)
+{
+    Submit(ParkedWork{handle, {}});
+}
+
+void StrandCore::Submit(ParkedWork work)
+{
+    PendingEntry pending{StrandEntry{work.handle, work.abandon, nullptr}};
+    if (Enqueue(pending, Admission::Return) != EnqueueResult::Queued)
+        work.Abandon(); // closed: dropped, as destruction drops it
+}
+
+EnqueueResult StrandCore::Enqueue(PendingEntry& pending, Admission admission)
+{
+    Abandoned abandoned;
+    std::unique_lock<std::mutex> lock(mutex_);
+    try
+    {
+        return PushLocked(pending, admission, abandoned);
+    }
+    catch (...)
+    {
+        // Whoever called us may hold no reference (a kernel wake-up through a raw IExecutor*),
+        // and what is freed may release the last one.
+        std::shared_ptr<StrandCore> keep = shared_from_this();
+        lock.unlock();
+        DropAbandoned(abandoned);
+        throw;
+    }
+}
+
+EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
+                                     Abandoned& abandoned)
+{
+    if (closed_ || (admission == Admission::Offer && sealed_) || tlDropping == this)
+        return EnqueueResult::Refused;
+    if (retired_)
+        return EnqueueResult::Forward;
+    // Every step that can throw comes before anything is published.
+    if (count_ + taken_ == capacity_)
+        GrowLocked();
+    if (phase_ == PumpPhase::Idle)
+    {
+        if (!pump_)
+            pump_ = MakePumpLocked(); // kept even if the base refuses: an idle pump is harmless
+        // Under the lock, so a refusal is undone before anyone else can queue behind the pump;
+        // a base that runs the pump at once finds it waiting for this lock in BeginTurn.
+        phase_ = PumpPhase::Scheduled;
+        try
+        {
+            base_.Submit(ParkedWork{pump_, pump_}); // the pump is its own unowned root
+        }
+        catch (...)
+        {
+            // The base is not running this strand: what was queued before (a queue left by a
+            // pump that could not be replaced) is abandoned as destruction abandons it; the
+            // refused submitter's own work was never queued; the strand starts afresh.
+            phase_ = PumpPhase::Idle;
+            TakeAllLocked(abandoned.entries, abandoned.count);
+            waiters_.WakeAllLocked();
+            throw;
+        }
+    }
+    // Last, so every refusal above leaves the caller's callable untouched. The pump cannot read
+    // the slot before this lock is released.
+    StrandEntry& slot = ring_[(head_ + count_) & (capacity_ - 1)];
+    slot = pending.entry;
+    if (pending.constructInline)
+        pending.constructInline(slot, pending.source);
+    else if (pending.construct)
+        slot.call = pending.construct(pending.storage, pending.source); // a throw: not queued
+    ++count_;
+    return EnqueueResult::Queued;
+}
+
+void StrandCore::DropAbandoned(Abandoned& abandoned) noexcept
+{
+    DroppingGuard dropping(this);
+    DropAll(std::move(abandoned.entries), std::exchange(abandoned.count, 0));
+}
+
+void StrandCore::HandOffFinished(std::unique_lock<std::mutex>& lock) noexcept
+{
+    --handOffs_;
+    (void)lock;
+    waiters_.WakeAllLocked();
+}
+
+std::coroutine_handle<> StrandCore::MakePumpLocked()
+{
+    PumpCoroutine pump = RunPump(shared_from_this());
+    pump.handle.promise().core = this;
+    return pump.handle;
+}
+
+void StrandCore::GrowLocked()
+{
+    std::size_t capacity = capacity_ ? capacity_ * 2 : 2;
+    while (capacity < options_.initialCapacity || capacity <= count_ + taken_)
+        capacity *= 2;
+    auto ring = std::make_unique<StrandEntry[]>(capacity);
+    // The running pump's taken slots stay reserved just behind head_, so it can put back.
+    for (std::size_t i = 0; i < count_; ++i)
+        ring[taken_ + i] = ring_[(head_ + i) & (capacity_ - 1)];
+    ring_ = std::move(ring);
+    capacity_ = capacity;
+    head_ = taken_;
+}
+
+void StrandCore::TakeAllLocked(std::unique_ptr<StrandEntry[]>& into, std::size_t& count)
+{
+    count = 0;
+    taken_ = 0; // the pump puts nothing back into a ring it no longer has (closed or abandoned)
+    if (count_ == 0)
+        return;
+    // The queue's own ring is handed over whole, so taking never allocates; the next submit
+    // makes room again.
+    auto ring = std::move(ring_);
+    const std::size_t capacity = std::exchange(capacity_, 0);
+    const std::size_t head = std::exchange(head_, 0);
+    const std::size_t taken = std::exchange(count_, 0);
+    for (std::size_t i = 0; i < taken; ++i)
+        ring[count++] = ring[(head + i) & (capacity - 1)];
+    into = std::move(ring);
+}
+
+void StrandCore::DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t count) noexcept
+{
+    for (std::size_t i = 0; i < count; ++i)
+        entries[i].Drop();
+}
+
+void StrandCore::Seal()
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    sealed_ = true;
+}
+
+void StrandCore::Close() noexcept
+{
+    std::unique_ptr<StrandEntry[]> entries;
+    std::size_t count = 0;
+    std::coroutine_handle<> idlePump;
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        closed_ = true;
+        closedHint_.store(true, std::memory_order_relaxed); // a hint; the lock decides
+        sealed_ = true;
+        // A refused hand-off gives its submitter's work back out of the queue: let it finish.
+        waiters_.WaitUntil(lock, [this] { return handOffs_ == 0; });
+        TakeAllLocked(entries, count);
+        if (phase_ == PumpPhase::Idle)
+        {
+            idlePump = std::exchange(pump_, nullptr);
+            phase_ = PumpPhase::Exited;
+        }
+        else if (phase_ == PumpPhase::Running && !RunningHere())
+        {
+            // The pump takes nothing more once closed, so this waits for one task at most.
+            waiters_.WaitUntil(lock, [this] { return phase_ != PumpPhase::Running; });
+        }
+        waiters_.WakeAllLocked();
+    }
+    if (idlePump)
+        idlePump.destroy(); // suspended and queued nowhere: ours to free
+    DroppingGuard dropping(this);
+    DropAll(std::move(entries), count);
+}
+
+bool StrandCore::Idle() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (phase_ == PumpPhase::Running)
+        return false;
+    return count_ == 0 || closed_;
+}
+
+void StrandCore::WaitIdle()
+{
+    if (RunningHere())
+        throw std::logic_error("TC::Strand::WaitIdle: called from the strand's own task");
+    std::unique_lock<std::mutex> lock(mutex_);
+    waiters_.WaitUntil(lock, [this] {
+        return phase_ != PumpPhase::Running && (count_ == 0 || closed_);
+    });
+}
+
+bool StrandCore::RunningHere() const noexcept
+{
+    for (const ExecutorScope* scope = ExecutorScope::Innermost(); scope; scope = scope->Outer())
+        if (scope->Executor() == this)
+            return true;
+    return false;
+}
+
+bool StrandCore::BeginTurn()
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_)
+    {
+        ExitLocked();
+        return false;
+    }
+    phase_ = PumpPhase::Running;
+    return true;
+}
+
+bool StrandCore::RunBatch()
+{
+    ExecutorScope scope(this); // once per batch, not per task
+    RunningStrandGuard running(this);
+    // Tasks are taken a chunk per lock, so a busy strand costs its submitters one lock each and
+    // its pump one per chunk.
+    constexpr std::size_t kChunk = 16;
+    StrandEntry chunk[kChunk];
+    std::size_t done = 0;
+    while (done < options_.batch)
+    {
+        const std::size_t taken = TakeChunk(chunk, std::min(kChunk, options_.batch - done));
+        if (taken == 0)
+            return false;
+        for (std::size_t i = 0; i < taken; ++i)
+        {
+            // Relaxed: a close on another thread waits for this turn to end, so a task or two
+            // run after it began only delays it; one from a task of ours is seen at once.
+            if (i > 0 && closedHint_.load(std::memory_order_relaxed))
+            {
+                DroppingGuard dropping(this); // closed: what was taken goes as the queue went
+                for (std::size_t j = i; j < taken; ++j)
+                    chunk[j].Drop();
+                return false;
+            }
+            try
+            {
+                RunEntry(chunk[i]);
+            }
+            catch (...)
+            {
+                chunk[i].Drop();
+                OnTaskThrew(chunk + i + 1, taken - i - 1);
+                throw;
+            }
+            chunk[i].Drop(); // the call, after it ran; or a resumption its hook declined
+        }
+        done += taken;
+    }
+    return true;
+}
+
+std::size_t StrandCore::TakeChunk(StrandEntry* into, std::size_t most)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    taken_ = 0;
+    if (closed_)
+        return 0;
+    const std::size_t taken = std::min(most, count_);
+    for (std::size_t i = 0; i < taken; ++i)
+    {
+        into[i] = ring_[head_];
+        head_ = (head_ + 1) & (capacity_ - 1);
+    }
+    count_ -= taken;
+    taken_ = taken;
+    return taken;
+}
+
+void StrandCore::PutBackLocked(StrandEntry* entries, std::size_t count) noexcept
+{
+    // count <= taken_: the slots just behind head_ were kept free for exactly this.
+    for (std::size_t i = count; i-- > 0;)
+    {
+        head_ = (head_ + capacity_ - 1) & (capacity_ - 1);
+        ring_[head_] = entries[i];
+    }
+    count_ += count;
+    taken_ = 0;
+}
+
+void StrandCore::RunEntry(StrandEntry& entry)
+{
+    RunTask task(entry);
+    if (hooked_) [[unlikely]]
+        InvokeHook(task);
+    else
+        task();
+}
+
+void StrandCore::InvokeHook(RunTask& task)
+{
+    options_.aroundTask(task);
+}
+
+TurnEnd StrandCore::OnQueueDry()
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return IdleLocked();
+}
+
+TurnEnd StrandCore::IdleLocked() noexcept
+{
+    phase_ = PumpPhase::Idle;
+    waiters_.WakeAllLocked();
+    return TurnEnd::Suspend;
+}
+
+TurnEnd StrandCore::ExitLocked() noexcept
+{
+    pump_ = nullptr;
+    phase_ = PumpPhase::Exited;
+    waiters_.WakeAllLocked();
+    return TurnEnd::Exit;
+}
+
+TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    taken_ = 0;
+    if (closed_)
+        return ExitLocked();
+    if (count_ == 0)
+    {
+        if (RetiresWhenDry())
+        {
+            lock.unlock(); // the registry's lock comes first
+            return OnQueueDry();
+        }
+        return IdleLocked();
+    }
+    if (!batchSpent)
+        return TurnEnd::Continue;
+    // The batch is spent and work is waiting: queue ourselves behind the base's other work.
+    phase_ = PumpPhase::Scheduled;
+    ++handOffs_;
+    std::shared_ptr<StrandCore> keep = shared_from_this();
+    lock.unlock();
+    try
+    {
+        base_.Submit(ParkedWork{pump, pump});
+    }
+    catch (...)
+    {
+        // Nobody to hand the refusal to: the queue is abandoned as destruction abandons it.
+        std::unique_ptr<StrandEntry[]> entries;
+        std::size_t count = 0;
+        lock.lock();
+        TakeAllLocked(entries, count);
+        phase_ = PumpPhase::Running;
+        lock.unlock();
+        {
+            DroppingGuard dropping(this);
+            DropAll(std::move(entries), count);
+        }
+        lock.lock();
+        --handOffs_;
+        if (closed_)
+            return ExitLocked();
+        return IdleLocked();
+    }
+    lock.lock();
+    HandOffFinished(lock);
+    return TurnEnd::Suspend;
+}
+
+void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noexcept
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    pump_ = nullptr; // the dying pump is the reaper's now
+    if (closed_)
+    {
+        ExitLocked();
+        lock.unlock();
+        DroppingGuard dropping(this); // closed: what the chunk still held goes as the queue went
+        for (std::size_t i = 0; i < untriedCount; ++i)
+            untried[i].Drop();
+        return;
+    }
+    PutBackLocked(untried, untriedCount); // ahead of everything queued since: order is kept
+    phase_ = PumpPhase::Idle;
+    if (count_ == 0 && !RetiresWhenDry())
+    {
+        waiters_.WakeAllLocked();
+        return;
+    }
+    // A replacement pump takes over the queue (a keyed one also retires through it).
+    std::coroutine_handle<> next;
+    try
+    {
+        next = MakePumpLocked();
+    }
+    catch (...)
+    {
+        // No memory for a pump, and none can be had without it: the queue waits (phase Idle,
+        // entries kept, so Idle() is false) for the next submit to make one (Strand.h).
+        waiters_.WakeAllLocked();
+        return;
+    }
+    pump_ = next;
+    phase_ = PumpPhase::Scheduled;
+    ++handOffs_;
+    lock.unlock();
+    try
+    {
+        base_.Submit(ParkedWork{next, next});
+    }
+    catch (...)
+    {
+        std::unique_ptr<StrandEntry[]> entries;
+        std::size_t count = 0;
+        lock.lock();
+        TakeAllLocked(entries, count);
+        phase_ = PumpPhase::Idle;
+        lock.unlock();
+        DroppingGuard dropping(this);
+        DropAll(std::move(entries), count);
+    }
+    if (!lock.owns_lock())
+        lock.lock();
+    HandOffFinished(lock);
+}
+
+void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
+{
+    std::unique_ptr<StrandEntry[]> entries;
+    std::size_t count = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (pump_ != pump)
+            return; // exited, closed or replaced: nothing refers to it
+        // The base dropped the pump it had queued (it shut down): nothing will run the queue.
+        pump_ = nullptr;
+        TakeAllLocked(entries, count);
+        phase_ = closed_ ? PumpPhase::Exited : PumpPhase::Idle;
+        waiters_.WakeAllLocked();
+    }
+    DroppingGuard dropping(this);
+    DropAll(std::move(entries), count);
+}
+} // namespace TC::detail
+
+namespace TC
+{
+Strand::Strand(IExecutor& base, StrandOptions options)
+    : core_(std::make_shared<detail::StrandCore>(base, std::move(options)))
+{
+}
+
+Strand::~Strand()
+{
+    core_->Close();
+}
+} // namespace TC

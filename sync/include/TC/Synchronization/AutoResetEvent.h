@@ -1,0 +1,61 @@
+#pragma once
+// AutoResetEvent: a signal that lets exactly one waiter pass per Set.
+
+#include <TC/Synchronization/Waitable.h>
+
+#include <atomic>
+
+namespace TC::Synchronization
+{
+// Any number of waiters (tasks, converted threads, coroutines). Set resumes one suspended
+// waiter (the newest; the constructing task or thread only when nobody else waits), or, if none
+// waits, leaves the event signaled so that the next Wait passes at once and clears it. Sets do
+// not accumulate: two Sets with nobody waiting let one waiter pass.
+//
+// Destruction: when no waiter is suspended and no Set is running.
+class AutoResetEvent : public Waitable<SuspensionKind::Multiple, AutoResetEvent>
+{
+public:
+    explicit AutoResetEvent(bool initiallySet = false) noexcept : signaled_(initiallySet) {}
+
+    // Lets one waiter pass: resumes one suspended waiter or leaves the event signaled. Any
+    // thread, also a callback. Never touches the object after the ResumeTask it makes.
+    void Set() noexcept
+    {
+        for (;;)
+        {
+            signaled_.store(true); // seq_cst: pairs with the waiter's publish-then-TryWait
+            if (!IsSuspended())
+                return; // a waiter that publishes later finds the signal in its re-check
+            if (!signaled_.exchange(false))
+                return; // a waiter (or another Set) took the signal and resumes someone
+            if (ResumeNext())
+                return;
+            // The waiter we saw was resumed by somebody else meanwhile: put the signal back.
+        }
+    }
+
+    // Clears a pending signal. Any thread.
+    void Reset() noexcept { signaled_.store(false); }
+
+    // Waitable: takes the signal if it is there.
+    bool TryWait() noexcept
+    {
+        // relaxed peek: most calls find no signal and need no RMW; the exchange decides.
+        return signaled_.load(std::memory_order_relaxed) && signaled_.exchange(false);
+    }
+
+private:
+    friend class Waitable<SuspensionKind::Multiple, AutoResetEvent>;
+
+    // A waiter's re-check took the signal: hand it to one suspended waiter (maybe that same
+    // one); if another resumer emptied the stack meanwhile, the signal goes back.
+    void Resume() noexcept
+    {
+        if (!ResumeNext())
+            Set();
+    }
+
+    std::atomic<bool> signaled_;
+};
+} // namespace TC::Synchronization

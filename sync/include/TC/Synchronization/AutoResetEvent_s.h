@@ -1,0 +1,45 @@
+#pragma once
+// AutoResetEvent_s: a signal that lets one waiter pass per Set, for exactly one waiter at a time.
+
+#include <TC/Synchronization/detail/OneWordEvent.h>
+
+namespace TC::Synchronization
+{
+// Set resumes the waiter, or leaves the event signaled for the next Wait, which clears it.
+// Sets do not accumulate.
+// At most one waiter at a time (task, converted thread or coroutine; checked mode fails a
+// second); Set may be called from any thread and any number of times.
+//
+// State and waiter share one atomic word, so publishing the waiter and checking the state is
+// one compare-exchange, and neither Set nor the waiter touches the object after the RMW that
+// hands the waiter over. Destruction: by the waiter as soon as its Wait returned (the usual
+// "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
+// Set is running. Cost: a Set+Wait pair that does not suspend is two RMWs; one that suspends
+// adds one for publishing.
+class AutoResetEvent_s : public detail::OneWordEvent<true>
+{
+public:
+    explicit AutoResetEvent_s(bool initiallySet = false) noexcept : OneWordEvent(initiallySet) {}
+
+    // Set(): described above. Any thread, also a callback; never blocks.
+    using OneWordEvent::Set;
+    // Reset(): clears the event if set; a suspended waiter stays suspended.
+    using OneWordEvent::Reset;
+    using OneWordEvent::IsSet;
+    using OneWordEvent::IsSuspended;
+    // TryWait(): passes if set, clearing it without suspending; true if it passed.
+    using OneWordEvent::TryWait;
+
+    // Wait(): returns at once if set; otherwise suspends until Set. From a task or a converted
+    // thread. Wait(timeout): the same, but returns false if no Set came within the timeout
+    // (unlimited without EnableTimers); true when it passed.
+    using OneWordEvent::Wait;
+
+    // co_await ev, co_await ev.WaitAsync(), co_await ev.WaitAsync(timeout) (yields false on
+    // timeout): the coroutine forms; the coroutine continues on the executor that was current
+    // when it suspended.
+    WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept { return WaitForAwaiter(*this, timeout); }
+    WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this); }
+};
+} // namespace TC::Synchronization

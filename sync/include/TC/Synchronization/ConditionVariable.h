@@ -1,0 +1,140 @@
+#pragma once
+// ConditionVariable: waits for a condition guarded by a Mutex, from tasks, threads and coroutines.
+
+#include <TC/Checked.h>
+#include <TC/Duration.h>
+#include <TC/SuspendAsync.h>
+#include <TC/Synchronization/Mutex.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/WaitNode.h>
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <mutex>
+
+namespace TC::Synchronization
+{
+// What a timed wait returned for.
+enum class CvStatus : std::uint8_t
+{
+    Notified,
+    TimedOut,
+};
+
+// The condition variable of Mutex. Wait(lock) releases the mutex and suspends the caller as one
+// step (the waiter is queued before the mutex is released, so a notification made under the
+// mutex after that point cannot be missed), and returns with the mutex held again.
+//
+// Wake-up rules:
+// - No spurious wake-ups from the implementation: Wait(lock) returns only after a NotifyOne or
+//   NotifyAll chose this waiter, and WaitFor also after its timeout.
+// - But a returned Wait does not mean the condition holds: between the notification and the
+//   moment this waiter owns the mutex again, other owners may have run and changed the state
+//   (a "stolen" wake-up). Always re-check, or use the predicate forms, which loop.
+// - NotifyOne resumes the oldest waiter; NotifyAll every waiter queued at that moment; a waiter
+//   that queues after a Notify is not woken by it. Notify may be called with or without the mutex.
+// - A notified waiter is moved straight into the mutex's FIFO queue (wait morphing) instead of
+//   being resumed to fight over the mutex, so NotifyAll wakes waiters one owner at a time.
+//
+// Destruction: when no waiter is queued and no Notify is running.
+class ConditionVariable
+{
+public:
+    ConditionVariable() noexcept = default;
+    ConditionVariable(const ConditionVariable&) = delete;
+    ConditionVariable& operator=(const ConditionVariable&) = delete;
+    ~ConditionVariable()
+    {
+        TC_CHECK(list_.IsEmpty(), "destroy a primitive only when nobody waits on it",
+                 "a ConditionVariable was destroyed with waiters queued on it");
+    }
+
+    // Precondition: `lock` owns its mutex. Releases it, suspends (task or converted thread)
+    // until notified, returns owning it again.
+    void Wait(std::unique_lock<Mutex>& lock);
+
+    // Waits until pred() is true (checked under the mutex, before the first wait too).
+    template <class Predicate>
+    void Wait(std::unique_lock<Mutex>& lock, Predicate pred)
+    {
+        while (!pred())
+            Wait(lock);
+    }
+
+    // As Wait, but also returns after `timeout` (unlimited without EnableTimers); always
+    // returns owning the mutex.
+    CvStatus WaitFor(std::unique_lock<Mutex>& lock, Duration timeout);
+
+    // Waits until pred() is true or `timeout` passed; returns pred() (false: timed out).
+    template <class Predicate>
+    bool WaitFor(std::unique_lock<Mutex>& lock, Duration timeout, Predicate pred)
+    {
+        if (timeout.IsInfinite())
+        {
+            Wait(lock, pred);
+            return true;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + timeout.ToChrono();
+        while (!pred())
+        {
+            const auto left = deadline - std::chrono::steady_clock::now();
+            if (left <= left.zero() || WaitFor(lock, left) == CvStatus::TimedOut)
+                return pred();
+        }
+        return true;
+    }
+
+    // Resumes the oldest waiter (it continues once it owns the mutex). Any thread.
+    void NotifyOne() noexcept;
+    // Resumes every waiter queued now. Any thread.
+    void NotifyAll() noexcept;
+
+    // co_await cv.WaitAsync(mutex): the coroutine holds `mutex`; it is released while the
+    // coroutine waits and owned again when it continues (on the executor current at suspension).
+    class [[nodiscard("co_await it")]] WaitAwaiter;
+    WaitAwaiter WaitAsync(Mutex& mutex) noexcept;
+
+private:
+    class Node final : public detail::WaitNode
+    {
+    public:
+        Node(ConditionVariable& owner, Mutex& mutex) noexcept : owner_(&owner), mutex_(&mutex) {}
+        void OnSuspended(SuspendedTask handle) noexcept override;
+        bool OnTimeout(SuspendedTask handle) noexcept override;
+        Mutex* GetMutex() const noexcept { return mutex_; }
+
+    private:
+        ConditionVariable* owner_;
+        Mutex* mutex_;
+    };
+
+    detail::SpinLock lock_;
+    detail::WaitList list_;
+};
+
+class [[nodiscard("co_await it")]] ConditionVariable::WaitAwaiter
+{
+public:
+    WaitAwaiter(ConditionVariable& owner, Mutex& mutex) noexcept
+        : node_(owner, mutex), inner_(&node_)
+    {
+    }
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+    {
+        return inner_.await_suspend(handle);
+    }
+    void await_resume() const noexcept {}
+
+private:
+    Node node_;
+    SuspendAwaiter inner_;
+};
+
+inline ConditionVariable::WaitAwaiter ConditionVariable::WaitAsync(Mutex& mutex) noexcept
+{
+    return WaitAwaiter(*this, mutex);
+}
+} // namespace TC::Synchronization

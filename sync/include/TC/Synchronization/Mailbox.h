@@ -1,0 +1,157 @@
+#pragma once
+// Mailbox<T>: holds one value of T for one waiting taker; the generic form of the guide's Mailbox.
+
+#include <TC/Duration.h>
+#include <TC/SuspendAsync.h>
+#include <TC/Synchronization/Suspendable.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+namespace TC::Synchronization
+{
+// Put may be called from any thread, any number of times: a value not yet taken is replaced
+// (Put reports that). Take suspends until a value is there. One taker at a time (a task, a
+// converted thread or a coroutine; SuspensionKind::Single, so timed takes work).
+//
+// Design: the value sits under a tiny spinlock (T need not be atomic); the waiter in the Single
+// slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
+// (TryResume) runs after it was published, so one of the two always sees the other.
+//
+// Destruction: when no taker is suspended and no Put is running.
+template <class T>
+class Mailbox : public Suspendable<SuspensionKind::Single, Mailbox<T>>
+{
+public:
+    Mailbox() = default;
+
+    // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
+    bool Put(T value)
+    {
+        bool replaced = false;
+        {
+            std::lock_guard guard(lock_);
+            replaced = value_.has_value();
+            value_ = std::move(value);
+            full_.store(true); // seq_cst: the state change the taker's re-check pairs with
+        }
+        this->Resume();
+        return replaced;
+    }
+
+    // Takes the value if one is there. Never suspends.
+    std::optional<T> TryTake()
+    {
+        if (!full_.load())
+            return std::nullopt;
+        std::lock_guard guard(lock_);
+        std::optional<T> taken = std::move(value_);
+        value_.reset();
+        full_.store(false);
+        return taken;
+    }
+
+    // Suspends (task or converted thread) until a value is there, then takes it.
+    T Take()
+    {
+        for (;;)
+        {
+            if (std::optional<T> taken = TryTake())
+                return std::move(*taken);
+            this->Suspend();
+        }
+    }
+
+    // As Take, but returns std::nullopt if nothing arrived within `timeout`.
+    std::optional<T> Take(Duration timeout)
+    {
+        if (timeout.IsInfinite())
+            return Take();
+        const auto deadline = std::chrono::steady_clock::now() + timeout.ToChrono();
+        for (;;)
+        {
+            if (std::optional<T> taken = TryTake())
+                return taken;
+            const auto left = deadline - std::chrono::steady_clock::now();
+            if (left <= left.zero() || !this->SuspendFor(left))
+                return TryTake(); // a Put may have raced the timeout
+        }
+    }
+
+    // co_await box.TakeAsync(): yields the value (the coroutine continues on the executor that
+    // was current when it suspended). co_await box.TakeAsync(timeout) yields std::optional<T>.
+    class [[nodiscard("co_await it")]] TakeAwaiter
+    {
+    public:
+        explicit TakeAwaiter(Mailbox& owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
+        bool await_ready() { return (taken_ = owner_.TryTake()).has_value(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        T await_resume()
+        {
+            if (!taken_)
+                taken_ = owner_.TryTake(); // only a Put resumes the one taker: it is there
+            TC_CHECK(taken_.has_value(), "one taker at a time on a Mailbox",
+                     "a Mailbox taker was resumed and found no value");
+            return std::move(*taken_);
+        }
+
+    private:
+        Mailbox& owner_;
+        SuspendAwaiter inner_;
+        std::optional<T> taken_;
+    };
+
+    class [[nodiscard("co_await it")]] TakeForAwaiter
+    {
+    public:
+        TakeForAwaiter(Mailbox& owner, Duration timeout) noexcept
+            : owner_(owner), inner_(owner.Callback(), timeout)
+        {
+        }
+        bool await_ready() { return (taken_ = owner_.TryTake()).has_value(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        std::optional<T> await_resume()
+        {
+            if (!taken_)
+            {
+                (void)inner_.await_resume(); // settles the timer; a late Put still counts
+                taken_ = owner_.TryTake();
+            }
+            return std::move(taken_);
+        }
+
+    private:
+        Mailbox& owner_;
+        SuspendForAwaiter inner_;
+        std::optional<T> taken_;
+    };
+
+    TakeAwaiter TakeAsync() noexcept { return TakeAwaiter(*this); }
+    TakeForAwaiter TakeAsync(Duration timeout) noexcept { return TakeForAwaiter(*this, timeout); }
+
+    // Suspendable: the re-check after the taker was published.
+    void TryResume() noexcept
+    {
+        if (full_.load())
+            this->Resume();
+    }
+
+private:
+    detail::SpinLock lock_;
+    std::optional<T> value_;
+    std::atomic<bool> full_{false};
+};
+} // namespace TC::Synchronization

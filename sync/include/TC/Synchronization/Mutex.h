@@ -1,0 +1,136 @@
+#pragma once
+// Mutex: a task-aware mutual-exclusion lock with FIFO hand-off under contention.
+
+#include <TC/Checked.h>
+#include <TC/Duration.h>
+#include <TC/SuspendAsync.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/WaitNode.h>
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+
+namespace TC::Synchronization
+{
+class ConditionVariable;
+
+// Meets the standard Lockable requirements (lock/try_lock/unlock; std::lock_guard and
+// std::unique_lock work), with PascalCase twins. A task, a converted thread or a coroutine
+// (co_await m.LockAsync()) that finds it locked is suspended -- not spinning, not blocking its
+// worker -- and queued. Unlock hands the mutex directly to the oldest queued waiter, which is
+// resumed already owning it, so under contention ownership passes in strict arrival order and a
+// newcomer cannot barge in ahead of the queue. The owner may unlock from another thread than the
+// one it locked on (tasks migrate between workers).
+//
+// State: one word (0 free, 1 locked, 2 locked with waiters); lock and unlock are one CAS each
+// while uncontended. The waiter queue is a spinlock-guarded FIFO of nodes living in the waiters'
+// own frames (no allocation); resumes happen after that spinlock is released.
+//
+// Destruction: when it is unlocked, nobody waits on it and no unlock is running; an unlock does
+// not touch the mutex after it resumed the next owner.
+class Mutex
+{
+public:
+    Mutex() noexcept = default;
+    Mutex(const Mutex&) = delete;
+    Mutex& operator=(const Mutex&) = delete;
+    ~Mutex()
+    {
+        TC_CHECK(list_.IsEmpty(), "destroy a primitive only when nobody waits on it",
+                 "a Mutex was destroyed with waiters queued on it");
+    }
+
+    // Takes the mutex, suspending (task or converted thread) until it is handed over. Not
+    // recursive: locking a mutex one already owns deadlocks.
+    void lock()
+    {
+        std::uint32_t expected = kFree;
+        // acquire: the previous owner's writes are visible to us.
+        if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                            std::memory_order_relaxed))
+            LockSlow();
+    }
+
+    // Takes the mutex if it is free. Never suspends.
+    bool try_lock() noexcept
+    {
+        std::uint32_t expected = kFree;
+        // acquire: as in lock().
+        return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                              std::memory_order_relaxed);
+    }
+
+    // Releases the mutex, or hands it to the oldest waiter and resumes it. Any thread; never
+    // suspends.
+    void unlock() noexcept
+    {
+        std::uint32_t expected = kLocked;
+        // release: our writes are visible to the next owner.
+        if (!state_.compare_exchange_strong(expected, kFree, std::memory_order_release,
+                                            std::memory_order_relaxed))
+            UnlockSlow();
+    }
+
+    void Lock() { lock(); }
+    bool TryLock() noexcept { return try_lock(); }
+    void Unlock() noexcept { unlock(); }
+
+    // As Lock, but gives up after `timeout` and returns false (unlimited without EnableTimers).
+    bool TryLockFor(Duration timeout);
+
+    // A snapshot: true while somebody owns it.
+    bool IsLocked() const noexcept { return state_.load(std::memory_order_relaxed) != kFree; }
+
+    // co_await m.LockAsync(): resumes owning the mutex, on the executor that was current when it
+    // suspended. Unlock with Unlock() as usual.
+    class [[nodiscard("co_await it")]] LockAwaiter
+    {
+    public:
+        explicit LockAwaiter(Mutex& owner) noexcept : owner_(owner), node_(owner), inner_(&node_) {}
+        bool await_ready() noexcept { return owner_.try_lock(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        void await_resume() const noexcept {}
+
+    private:
+        class Mutex& owner_;
+        class Node final : public detail::WaitNode
+        {
+        public:
+            explicit Node(Mutex& owner) noexcept : owner_(&owner) {}
+            void OnSuspended(SuspendedTask handle) noexcept override;
+            bool OnTimeout(SuspendedTask handle) noexcept override;
+
+        private:
+            Mutex* owner_;
+        };
+        friend class Mutex;
+        Node node_;
+        SuspendAwaiter inner_;
+    };
+
+    LockAwaiter LockAsync() noexcept { return LockAwaiter(*this); }
+
+private:
+    friend class ConditionVariable;
+    using Node = LockAwaiter::Node;
+
+    static constexpr std::uint32_t kFree = 0;
+    static constexpr std::uint32_t kLocked = 1;
+    static constexpr std::uint32_t kContended = 2;
+
+    void LockSlow();
+    void UnlockSlow() noexcept;
+    // Takes the mutex for `node` (whose task is set) or queues it. Used by the lock slow path
+    // and by ConditionVariable to move a notified waiter straight into the mutex's queue.
+    void LockOrEnqueue(detail::WaitNode* node) noexcept;
+
+    std::atomic<std::uint32_t> state_{kFree};
+    detail::SpinLock lock_;
+    detail::WaitList list_;
+};
+} // namespace TC::Synchronization

@@ -1,0 +1,98 @@
+#pragma once
+// Semaphore: a counting semaphore for tasks, converted threads and coroutines.
+
+#include <TC/Synchronization/detail/SemaphoreCore.h>
+
+#include <cstdint>
+
+namespace TC::Synchronization
+{
+// Holds a count of permits. Acquire takes one, suspending while there is none; Release gives
+// permits back and hands them to suspended waiters in arrival order. A TryAcquire that arrives
+// while permits are being handed out may take one first (waiters are FIFO among themselves,
+// newcomers can barge; that keeps the uncontended path at one CAS).
+//
+// Destruction: when no waiter is suspended and no Release is running. A Release does not touch
+// the semaphore after it resumed the waiters it served, so a waiter may destroy it after its
+// Acquire returned if no other Release can be running.
+class Semaphore
+{
+public:
+    explicit Semaphore(std::int64_t initial = 0) noexcept : core_(initial) {}
+
+    // Takes a permit if one is there. Never suspends. One CAS.
+    bool TryAcquire() noexcept { return core_.TryAcquire(); }
+
+    // Takes a permit, suspending (a task or a converted thread) until Release hands one over.
+    void Acquire()
+    {
+        if (!core_.TryAcquire())
+            core_.Acquire();
+    }
+
+    // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
+    // without EnableTimers.
+    bool Acquire(Duration timeout)
+    {
+        return core_.TryAcquire()
+               || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
+    }
+
+    // Adds n permits and resumes up to n waiters (each with its permit). Any thread, also a
+    // callback. Never suspends.
+    void Release(std::int64_t n = 1) noexcept { core_.Release(n); }
+
+    // Permits available now (a snapshot).
+    std::int64_t Available() const noexcept { return core_.Available(); }
+
+    // co_await sem.AcquireAsync(): the coroutine form of Acquire; continues on the executor that
+    // was current when it suspended.
+    class [[nodiscard("co_await it")]] AcquireAwaiter
+    {
+    public:
+        explicit AcquireAwaiter(Semaphore& owner) noexcept : inner_(owner.core_) {}
+        bool await_ready() noexcept { return inner_.await_ready(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        void await_resume() const noexcept {}
+
+    private:
+        detail::SemaphoreCore::AcquireAwaiter inner_;
+    };
+
+    // co_await sem.AcquireAsync(timeout): yields false if no permit came in time.
+    class [[nodiscard("co_await it")]] AcquireForAwaiter
+    {
+    public:
+        AcquireForAwaiter(Semaphore& owner, Duration timeout) noexcept
+            : inner_(owner.core_, timeout)
+        {
+        }
+        bool await_ready() noexcept { return inner_.await_ready(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        bool await_resume() noexcept
+        {
+            return inner_.await_resume() == detail::AcquireResult::Acquired;
+        }
+
+    private:
+        detail::SemaphoreCore::AcquireForAwaiter inner_;
+    };
+
+    AcquireAwaiter AcquireAsync() noexcept { return AcquireAwaiter(*this); }
+    AcquireForAwaiter AcquireAsync(Duration timeout) noexcept
+    {
+        return AcquireForAwaiter(*this, timeout);
+    }
+
+private:
+    detail::SemaphoreCore core_;
+};
+} // namespace TC::Synchronization

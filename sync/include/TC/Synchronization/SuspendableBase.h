@@ -1,0 +1,264 @@
+#pragma once
+// SuspendableBase<Kind>: keeps the suspended waiters of one primitive and resumes them.
+
+#include <TC/Checked.h>
+#include <TC/ConcurrentStack.h>
+#include <TC/Duration.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendedTask.h>
+#include <TC/Synchronization/SuspensionKind.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace TC::Synchronization
+{
+namespace detail
+{
+// The waiter that constructs a Multiple object: the calling task, or the calling thread when it
+// is not a scheduler's worker; none on a worker outside a task (a coroutine has no identity).
+TaskHandle CreatorHandle() noexcept;
+} // namespace detail
+
+template <SuspensionKind Kind>
+class SuspendableBase;
+
+// The Single kind: one waiter at a time in one atomic slot; the only kind with timeouts.
+//
+// A derived primitive calls Suspend() or SuspendFor() from the waiter; the waiter is published in
+// the slot once it is off the processor, then OnPublished() runs (the re-check hook that
+// Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
+// reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
+// with the same exchange. Destroy the object only when no waiter is suspended on it and no
+// Resume of it is still running.
+template <>
+class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
+{
+public:
+    SuspendableBase(const SuspendableBase&) = delete;
+    SuspendableBase& operator=(const SuspendableBase&) = delete;
+
+    // A snapshot: true if a waiter was published at the moment of the load.
+    bool IsSuspended() const noexcept { return waiter_.load() != nullptr; }
+
+protected:
+    SuspendableBase() noexcept = default;
+    virtual ~SuspendableBase()
+    {
+        TC_CHECK(waiter_.load(std::memory_order_relaxed) == nullptr,
+                 "destroy a primitive only when nobody waits on it",
+                 "a Single primitive was destroyed with a waiter suspended on it");
+    }
+
+    // Suspends the calling task or converted thread until Resume() claims it. Not from a
+    // callback, not from a worker thread outside a task (coroutines co_await instead).
+    void Suspend() { SuspendTask(this); }
+
+    // As Suspend, but gives up after `timeout`: returns false if the wait timed out (the slot
+    // was taken back), true if a Resume claimed the waiter first. No limit without EnableTimers.
+    bool SuspendFor(Duration timeout) { return SuspendTaskFor(this, timeout); }
+
+    // Resumes the waiter suspended now, if any; true if there was one. Any thread, any time.
+    // It does not touch the object after the waiter's ResumeTask.
+    bool Resume() noexcept
+    {
+        if (const SuspendedTask waiter = waiter_.exchange(nullptr))
+        {
+            ResumeTask(waiter);
+            return true;
+        }
+        return false;
+    }
+
+    // The same as Resume for one slot.
+    bool ResumeNext() noexcept { return Resume(); }
+
+    // The same as Resume: one slot cannot re-enter a resume in progress.
+    bool ResumeNonReentrant() noexcept { return Resume(); }
+
+    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters.
+    ISuspendCallback* Callback() noexcept { return this; }
+
+    // The re-check: runs after the waiter was published, on the thread that suspended it,
+    // outside any task. It may run after the waiter was already resumed by someone else.
+    virtual void OnPublished() noexcept {}
+
+private:
+    void OnSuspended(SuspendedTask task) noexcept final
+    {
+        // seq_cst: pairs with the state change of the resumer (store state, then exchange the
+        // slot) so that either the resumer sees the waiter or OnPublished sees the state.
+        [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
+        TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
+                 "a second task suspended on a SuspensionKind::Single object");
+        OnPublished();
+    }
+
+    bool OnTimeout(SuspendedTask task) noexcept final
+    {
+        SuspendedTask expected = task;
+        return waiter_.compare_exchange_strong(expected, nullptr);
+    }
+
+    std::atomic<SuspendedTask> waiter_{nullptr};
+};
+
+// The Multiple kind: any number of waiters on a lock-free intrusive stack, no timeouts.
+//
+// Waiters are chained through their SuspendedTaskEntry's leading link (no allocation) and woken
+// newest first. The waiter that constructed the object -- a task, or a converted thread -- is kept
+// in a slot of its own and resumed last by Resume(), so it may destroy the object once its wait
+// returns, provided every other Resume of the object has returned too (a resumer that is still
+// inside Resume touches the object; that is the rule the guide states for Latch). Destroy the
+// object only when no waiter is suspended on it.
+template <>
+class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
+{
+public:
+    SuspendableBase(const SuspendableBase&) = delete;
+    SuspendableBase& operator=(const SuspendableBase&) = delete;
+
+    // A snapshot: true if a waiter was published at the moment of the loads.
+    bool IsSuspended() const noexcept
+    {
+        // The stack's head load is only acquire: the fence orders it after the caller's state
+        // change, the other half of the publisher's push-fence-recheck.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return !waiters_.IsEmpty() || creatorWaiter_.load() != nullptr;
+    }
+
+protected:
+    SuspendableBase() noexcept : creator_(detail::CreatorHandle()) {}
+    virtual ~SuspendableBase()
+    {
+        TC_CHECK(waiters_.IsEmpty() && creatorWaiter_.load(std::memory_order_relaxed) == nullptr,
+                 "destroy a primitive only when nobody waits on it",
+                 "a Multiple primitive was destroyed with waiters suspended on it");
+    }
+
+    // Suspends the calling task or converted thread until a Resume reaches it. Not from a
+    // callback, not from a worker thread outside a task (coroutines co_await instead).
+    void Suspend()
+    {
+        if (creator_ && GetCurrentTask() == creator_)
+        {
+            // The creator goes to its own slot. Its callback lives on its stack for this wait;
+            // OnSuspended copies what it needs before publishing.
+            CreatorCallback callback(this);
+            SuspendTask(&callback);
+        }
+        else
+        {
+            SuspendTask(this);
+        }
+    }
+
+    // Resumes every waiter suspended now, newest first, the creator last. Returns the number
+    // resumed. Any thread. The object is not touched after the last ResumeTask.
+    std::size_t Resume() noexcept
+    {
+        std::size_t resumed = 0;
+        // PopAll peeks at the head with a relaxed load; the fence orders that peek after the
+        // caller's state change (the resumer's half of the store-load pairing).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        SuspendedTaskEntry* entry = waiters_.PopAll();
+        while (entry)
+        {
+            // The link belongs to us until ResumeTask; read it first.
+            SuspendedTaskEntry* const next = entry->next;
+            ResumeTask(SuspendedTask(entry));
+            entry = next;
+            ++resumed;
+        }
+        if (const SuspendedTask creator = creatorWaiter_.exchange(nullptr))
+        {
+            ResumeTask(creator);
+            ++resumed;
+        }
+        return resumed;
+    }
+
+    // Resumes the newest waiter (the creator only when nobody else waits); true if there was one.
+    bool ResumeNext() noexcept
+    {
+        std::atomic_thread_fence(std::memory_order_seq_cst); // as in Resume
+        if (SuspendedTaskEntry* const entry = waiters_.Pop())
+        {
+            ResumeTask(SuspendedTask(entry));
+            return true;
+        }
+        if (const SuspendedTask creator = creatorWaiter_.exchange(nullptr))
+        {
+            ResumeTask(creator);
+            return true;
+        }
+        return false;
+    }
+
+    // Resume for callers that may be re-entered: a ResumeTask that runs a coroutine inline may
+    // reach code that calls it again, on this thread or another. At most one call resumes at a
+    // time; a call that finds one running hands its request over and returns at once, and the
+    // running call loops until no request is left. Bounded stack depth, no concurrent resumers.
+    // Unlike Resume, it touches the object after resuming, so it does not give the creator the
+    // right to destroy the object when its wait returns.
+    void ResumeNonReentrant() noexcept
+    {
+        if (resumeRequests_.fetch_add(1) != 0)
+            return; // the running call will see our request
+        std::uint32_t handled = 1;
+        for (;;)
+        {
+            Resume();
+            const std::uint32_t now = resumeRequests_.fetch_sub(handled) - handled;
+            if (now == 0)
+                return;
+            handled = now;
+        }
+    }
+
+    // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters
+    // (a coroutine is never treated as the creator).
+    ISuspendCallback* Callback() noexcept { return this; }
+
+    // The re-check: runs after the waiter was published, on the thread that suspended it,
+    // outside any task. It may run after the waiter was already resumed by someone else.
+    virtual void OnPublished() noexcept {}
+
+private:
+    class CreatorCallback final : public ISuspendCallback
+    {
+    public:
+        explicit CreatorCallback(SuspendableBase* owner) noexcept : owner_(owner) {}
+        CreatorCallback(const CreatorCallback&) = delete;
+        CreatorCallback& operator=(const CreatorCallback&) = delete;
+        virtual ~CreatorCallback() = default;
+
+        void OnSuspended(SuspendedTask task) noexcept override
+        {
+            SuspendableBase* const owner = owner_; // this callback dies with the wait
+            [[maybe_unused]] const SuspendedTask previous = owner->creatorWaiter_.exchange(task);
+            TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
+                     "the creator of a Multiple object suspended on it twice");
+            owner->OnPublished();
+        }
+
+    private:
+        SuspendableBase* owner_;
+    };
+
+    void OnSuspended(SuspendedTask task) noexcept final
+    {
+        // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
+        // fence makes the pair a full store-load barrier against the resumer's state change.
+        waiters_.Push(task.Entry());
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        OnPublished();
+    }
+
+    ConcurrentStack<SuspendedTaskEntry> waiters_;
+    std::atomic<SuspendedTask> creatorWaiter_{nullptr};
+    std::atomic<std::uint32_t> resumeRequests_{0};
+    TaskHandle creator_;
+};
+} // namespace TC::Synchronization

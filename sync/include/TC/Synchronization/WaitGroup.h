@@ -1,0 +1,51 @@
+#pragma once
+// WaitGroup: waits until every piece of work that was Add-ed has called Done.
+
+#include <TC/Synchronization/Waitable.h>
+#include <TC/Synchronization/detail/BusyCount.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace TC::Synchronization
+{
+// A reusable counter (Go's sync.WaitGroup, marl's WaitGroup): Add(n) before starting work, Done()
+// when a piece finishes, Wait() suspends (task or converted thread; coroutines co_await) until the
+// count is zero. When the count reaches zero every waiter suspended then is resumed; the group may
+// then be Add-ed to again.
+//
+// Destruction: by any waiter as soon as its Wait returned (Wait returns only once every Add/Done
+// that was running has left the object), provided nobody adds to it or waits on it any more.
+class WaitGroup : public Waitable<SuspensionKind::Multiple, WaitGroup>
+{
+public:
+    explicit WaitGroup(std::int64_t initial = 0) noexcept : count_(initial) {}
+
+    // Adds n pieces of work (n may be negative; reaching zero then releases the waiters).
+    void Add(std::int64_t n = 1) noexcept
+    {
+        busy_.Enter();
+        const std::int64_t after = count_.fetch_add(n) + n; // seq_cst: the state change
+        TC_CHECK(after >= 0, "WaitGroup count never goes negative", "WaitGroup::Done/Add below 0");
+        if (after == 0)
+            Resume();
+        busy_.Leave(); // the last access
+    }
+
+    // One piece of work finished.
+    void Done() noexcept { Add(-1); }
+
+    // Waitable: true while the count is zero.
+    bool TryWait() const noexcept { return count_.load() == 0; }
+
+    std::int64_t Count() const noexcept { return count_.load(); }
+
+private:
+    friend class Waitable<SuspensionKind::Multiple, WaitGroup>;
+    void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
+    void AfterWait() const noexcept { busy_.Drain(); }
+
+    std::atomic<std::int64_t> count_;
+    detail::BusyCount busy_;
+};
+} // namespace TC::Synchronization

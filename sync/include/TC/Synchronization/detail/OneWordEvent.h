@@ -1,0 +1,189 @@
+#pragma once
+// OneWordEvent: the shared core of AutoResetEvent_s and ManualResetEvent_s -- state and waiter
+// in one atomic word, so one compare-exchange publishes and checks at once.
+
+#include <TC/Checked.h>
+#include <TC/Duration.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendAsync.h>
+#include <TC/SuspendedTask.h>
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+
+namespace TC::Synchronization::detail
+{
+// The word is kUnset, kSet, or the address of the one suspended waiter's SuspendedTaskEntry
+// (entries are pointer-aligned, so neither constant is a valid address). Every access by a
+// waiter or setter is one RMW on the word and the last access of the object: nothing of the
+// event is touched after the RMW that publishes the waiter or claims it. That is what lets the
+// waiter destroy the event as soon as its wait returns.
+template <bool AutoReset>
+class OneWordEvent : private ISuspendCallback
+{
+public:
+    OneWordEvent(const OneWordEvent&) = delete;
+    OneWordEvent& operator=(const OneWordEvent&) = delete;
+
+    void Set() noexcept
+    {
+        if constexpr (AutoReset)
+        {
+            std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+            for (;;)
+            {
+                if (word == kSet)
+                    return;
+                const std::uintptr_t desired = word == kUnset ? kSet : kUnset;
+                // acq_rel: acquire the waiter's publication, release our state to the waiter.
+                if (word_.compare_exchange_weak(word, desired, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed))
+                    break;
+            }
+            if (word != kUnset)
+                ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+        }
+        else
+        {
+            // acq_rel: as above; an exchange both opens the event and claims the waiter.
+            const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
+            if (word != kUnset && word != kSet)
+                ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+        }
+    }
+
+    // Closes the event if it is set; a suspended waiter stays suspended.
+    void Reset() noexcept
+    {
+        std::uintptr_t expected = kSet;
+        // relaxed failure / acq_rel success: resetting publishes nothing a waiter reads.
+        word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed);
+    }
+
+    bool IsSet() const noexcept { return word_.load(std::memory_order_acquire) == kSet; }
+    bool IsSuspended() const noexcept
+    {
+        const std::uintptr_t word = word_.load(std::memory_order_acquire);
+        return word != kSet && word != kUnset;
+    }
+
+    // Passes if set (clearing it for the auto-reset kind). Never suspends.
+    bool TryWait() noexcept
+    {
+        if constexpr (AutoReset)
+        {
+            std::uintptr_t expected = kSet;
+            // acquire: what the setter wrote before Set is visible to the waiter that passes.
+            return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acquire,
+                                                 std::memory_order_relaxed);
+        }
+        else
+        {
+            return word_.load(std::memory_order_acquire) == kSet;
+        }
+    }
+
+    void Wait()
+    {
+        if (!TryWait())
+            SuspendTask(this);
+    }
+
+    bool Wait(Duration timeout)
+    {
+        return TryWait() || SuspendTaskFor(this, timeout);
+    }
+
+    class [[nodiscard("co_await it")]] WaitAwaiter
+    {
+    public:
+        explicit WaitAwaiter(OneWordEvent& owner) noexcept : owner_(owner), inner_(&owner) {}
+        bool await_ready() noexcept { return owner_.TryWait(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        void await_resume() const noexcept {}
+
+    private:
+        OneWordEvent& owner_;
+        SuspendAwaiter inner_;
+    };
+
+    class [[nodiscard("co_await it")]] WaitForAwaiter
+    {
+    public:
+        WaitForAwaiter(OneWordEvent& owner, Duration timeout) noexcept
+            : owner_(owner), inner_(&owner, timeout)
+        {
+        }
+        bool await_ready() noexcept { return ready_ = owner_.TryWait(); }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        bool await_resume() noexcept { return ready_ || inner_.await_resume(); }
+
+    private:
+        OneWordEvent& owner_;
+        SuspendForAwaiter inner_;
+        bool ready_ = false;
+    };
+
+protected:
+    explicit OneWordEvent(bool initiallySet) noexcept : word_(initiallySet ? kSet : kUnset) {}
+    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
+    // through a base pointer.
+    virtual ~OneWordEvent()
+    {
+        TC_CHECK(!IsSuspended(), "destroy a primitive only when nobody waits on it",
+                 "an AutoResetEvent_s/ManualResetEvent_s was destroyed with its waiter suspended");
+    }
+
+private:
+    static constexpr std::uintptr_t kUnset = 0;
+    static constexpr std::uintptr_t kSet = 1;
+
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        const auto self = reinterpret_cast<std::uintptr_t>(task.Entry());
+        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        for (;;)
+        {
+            if (word == kSet)
+            {
+                if constexpr (AutoReset)
+                {
+                    // acquire: we pass, so we see what the setter published.
+                    if (!word_.compare_exchange_weak(word, kUnset, std::memory_order_acquire,
+                                                     std::memory_order_relaxed))
+                        continue;
+                }
+                ResumeTask(task); // never published: ours to resume
+                return;
+            }
+            TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
+                     "a second waiter suspended on an AutoResetEvent_s/ManualResetEvent_s");
+            // release: publishes the waiter; acquire on failure to re-read the state.
+            if (word_.compare_exchange_weak(word, self, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return; // the last access: from here on the setter owns the waiter
+        }
+    }
+
+    bool OnTimeout(SuspendedTask task) noexcept override
+    {
+        auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
+        // acq_rel: claims the waiter against a concurrent Set doing the same.
+        return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed);
+    }
+
+    std::atomic<std::uintptr_t> word_;
+};
+} // namespace TC::Synchronization::detail

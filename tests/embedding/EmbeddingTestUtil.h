@@ -1,0 +1,73 @@
+#pragma once
+// Helpers shared by the embedding suites: a fire-and-forget coroutine, the stress scale and a
+// monotonic clock in nanoseconds.
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+
+namespace TC::Testing
+{
+// A coroutine that starts at once and frees itself when it ends; an escaping exception
+// terminates (the tests check results explicitly).
+struct Detached
+{
+    struct promise_type
+    {
+        Detached get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define TC_EMBEDDING_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define TC_EMBEDDING_SANITIZED 1
+#endif
+#endif
+#ifndef TC_EMBEDDING_SANITIZED
+#define TC_EMBEDDING_SANITIZED 0
+#endif
+
+// Scales an operation count for the build: full in an optimised build, a fifth in a debug build,
+// a tenth under a sanitizer; TC_STRESS_SCALE (a positive number) multiplies on top.
+inline std::uint64_t Scaled(std::uint64_t count)
+{
+    double scale = 1.0;
+#if TC_EMBEDDING_SANITIZED
+    scale = 0.1;
+#elif !defined(NDEBUG)
+    scale = 0.2;
+#endif
+    if (const char* text = std::getenv("TC_STRESS_SCALE"))
+    {
+        const double factor = std::strtod(text, nullptr);
+        if (factor > 0)
+            scale *= factor;
+    }
+    const auto scaled = static_cast<std::uint64_t>(static_cast<double>(count) * scale);
+    return scaled < 100 ? 100 : scaled;
+}
+
+// The calling thread's id, read afresh: std::this_thread::get_id() is pthread_self(), which glibc
+// declares const, so an optimiser may reuse one answer after a task moved to another thread.
+[[gnu::noinline]] inline std::thread::id ThisThreadId()
+{
+    asm volatile("" ::: "memory");
+    return std::this_thread::get_id();
+}
+
+inline std::int64_t NowNs()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+} // namespace TC::Testing

@@ -1,0 +1,359 @@
+// Fails every allocation of a first submit in turn, and counts what the steady state allocates
+// (seed 000). Its own executable: it replaces the global operator new.
+
+#include "TestSupport.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace
+{
+// Only the arming thread counts and fails, so Catch2's own allocations elsewhere never do.
+thread_local bool tArmed = false;
+thread_local long tCount = 0;
+thread_local long tFailAt = 0; // 0: never fail
+
+void* Allocate(std::size_t size)
+{
+    if (tArmed)
+    {
+        ++tCount;
+        if (tCount == tFailAt)
+            throw std::bad_alloc();
+    }
+    if (void* p = std::malloc(size ? size : 1))
+        return p;
+    throw std::bad_alloc();
+}
+
+struct Armed
+{
+    explicit Armed(long failAt = 0)
+    {
+        tCount = 0;
+        tFailAt = failAt;
+        tArmed = true;
+    }
+    ~Armed() { tArmed = false; }
+    Armed(const Armed&) = delete;
+    Armed& operator=(const Armed&) = delete;
+    long Count() const { return tCount; }
+};
+} // namespace
+
+void* operator new(std::size_t size)
+{
+    return Allocate(size);
+}
+void* operator new[](std::size_t size)
+{
+    return Allocate(size);
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return Allocate(size);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return Allocate(size);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+
+using namespace TC;
+
+namespace
+{
+// A base whose queue never allocates after construction.
+class RingExecutor final : public IExecutor
+{
+public:
+    RingExecutor() : ring_(64) {}
+    using IExecutor::Submit;
+    void Submit(std::coroutine_handle<> handle) override { Submit(ParkedWork{handle, {}}); }
+    void Submit(ParkedWork work) override
+    {
+        if (count_ == ring_.size())
+            throw std::runtime_error("RingExecutor full");
+        ring_[(head_ + count_++) % ring_.size()] = work;
+    }
+    void RunAll()
+    {
+        while (count_ > 0)
+        {
+            ParkedWork work = ring_[head_];
+            head_ = (head_ + 1) % ring_.size();
+            --count_;
+            ExecutorScope scope(this);
+            work.handle.resume();
+        }
+    }
+
+private:
+    std::vector<ParkedWork> ring_;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+};
+
+Task<void> HopAndRecord(Strand* strand, bool* failed, bool* ranHere)
+{
+    try
+    {
+        co_await ResumeOn{*strand};
+    }
+    catch (const std::bad_alloc&)
+    {
+        *failed = true;
+        co_return;
+    }
+    *ranHere = strand->RunningHere();
+}
+
+Task<void> Nop()
+{
+    co_return;
+}
+
+// Too big to be held inline in a queue entry (detail::kInlineCall): a post of it allocates its
+// call.
+struct BigCall
+{
+    int* ran;
+    void* pad[4];
+    void operator()() const { ++*ran; }
+};
+static_assert(!detail::kInlineCall<BigCall>);
+
+struct TaskFailed
+{
+};
+} // namespace
+
+TEST_CASE("A failing allocation at every step of a first post leaves the strand working",
+          "[strands][allocation]")
+{
+    long steps = 0;
+    for (long failAt = 1;; ++failAt)
+    {
+        TCTest::ManualExecutor base; // its submit allocates too: a refusal is one of the steps
+        Strand strand(base);
+        int ran = 0;
+        bool threw = false;
+        long made = 0;
+        {
+            Armed armed(failAt);
+            try
+            {
+                strand.Post(BigCall{&ran, {}});
+            }
+            catch (const std::bad_alloc&)
+            {
+                threw = true;
+            }
+            made = armed.Count();
+        }
+        base.RunAll();
+        CHECK(ran == (threw ? 0 : 1));
+        strand.Post([&] { ++ran; }); // the strand starts afresh
+        base.RunAll();
+        CHECK(ran == (threw ? 1 : 2));
+        CHECK(strand.Idle());
+        if (made < failAt)
+        {
+            CHECK_FALSE(threw);
+            steps = failAt - 1;
+            break;
+        }
+        CHECK(threw);
+    }
+    CHECK(steps >= 3); // the call, the queue's room, the pump's frame (and the base's own)
+}
+
+TEST_CASE("A failing allocation at every step of a first coroutine submit leaves the strand "
+          "working",
+          "[strands][allocation]")
+{
+    for (long failAt = 1;; ++failAt)
+    {
+        TCTest::ManualExecutor base;
+        Strand strand(base);
+        bool failed = false;
+        bool ranHere = false;
+        Task<void> task = HopAndRecord(&strand, &failed, &ranHere);
+        long made = 0;
+        {
+            Armed armed(failAt);
+            task.GetHandle().resume();
+            made = armed.Count();
+        }
+        base.RunAll();
+        REQUIRE(task.Done());
+        CHECK(failed != ranHere);
+        int ran = 0;
+        strand.Post([&] { ++ran; });
+        base.RunAll();
+        CHECK(ran == 1);
+        if (made < failAt)
+        {
+            CHECK_FALSE(failed);
+            break;
+        }
+        CHECK(failed);
+    }
+}
+
+TEST_CASE("A post to an idle key allocates only the call; a coroutine submit nothing",
+          "[strands][allocation]")
+{
+    RingExecutor base;
+    KeyedStrands<int> strands(base);
+    // Warm up: make a strand, let it retire and be kept, with its map node.
+    strands.Post(1, [] {});
+    base.RunAll();
+    REQUIRE(strands.KeptStrands() == 1);
+    REQUIRE(strands.SpareNodes() == 1);
+
+    int ran = 0;
+    long postAllocations = 0;
+    {
+        Armed armed;
+        strands.Post(2, BigCall{&ran, {}});
+        postAllocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(ran == 1);
+    CHECK(postAllocations == 1);
+    // A small trivially copyable callable is held in its queue entry: nothing at all.
+    {
+        Armed armed;
+        strands.Post(4, [&ran] { ++ran; });
+        postAllocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(ran == 2);
+    CHECK(postAllocations == 0);
+
+    Task<void> task = Nop(); // its frame is the caller's, made before
+    long submitAllocations = 0;
+    {
+        Armed armed;
+        strands.Submit(3, task.GetHandle());
+        submitAllocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(task.Done());
+    CHECK(submitAllocations == 0);
+    CHECK(strands.StrandsMade() == 1);
+}
+
+TEST_CASE("A strand's steady state allocates only a post's call", "[strands][allocation]")
+{
+    RingExecutor base;
+    Strand strand(base);
+    strand.Post([] {});
+    base.RunAll();
+    int ran = 0;
+    long allocations = 0;
+    {
+        Armed armed;
+        for (int i = 0; i < 8; ++i)
+            strand.Post(BigCall{&ran, {}});
+        allocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(ran == 8);
+    CHECK(allocations == 8);
+    {
+        Armed armed;
+        for (int i = 0; i < 8; ++i)
+            strand.Post([&ran] { ++ran; });
+        allocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(ran == 16);
+    CHECK(allocations == 0);
+    Task<void> task = Nop();
+    {
+        Armed armed;
+        strand.Submit(task.GetHandle());
+        allocations = armed.Count();
+    }
+    base.RunAll();
+    CHECK(task.Done());
+    CHECK(allocations == 0);
+}
+
+TEST_CASE("A pump that cannot be replaced after a task throws leaves the queue to the next submit",
+          "[strands][allocation]")
+{
+    TCTest::ManualExecutor base;
+    Strand strand(base);
+    int ran = 0;
+    strand.Post([] { throw TaskFailed{}; });
+    strand.Post([&ran] { ++ran; });
+    bool threw = false;
+    long made = 0;
+    {
+        Armed armed(1); // the replacement pump's frame is the turn's first allocation
+        try
+        {
+            base.RunOne();
+        }
+        catch (const TaskFailed&)
+        {
+            threw = true;
+        }
+        made = armed.Count();
+    }
+    REQUIRE(threw);
+    REQUIRE(made == 1);
+    // Documented: nothing is lost and nothing runs; the strand is not idle, and no pump is
+    // queued on the base until the next submit makes one.
+    CHECK(base.Pending() == 0);
+    CHECK(ran == 0);
+    CHECK_FALSE(strand.Idle());
+    strand.Post([&ran] { ran += 10; });
+    CHECK(base.Pending() == 1);
+    base.RunAll();
+    CHECK(ran == 11); // the queue's work first, in order, then the new post
+    CHECK(strand.Idle());
+}

@@ -1,0 +1,410 @@
+// Strand: ordering, serialisation, batches, Seal/Close windows, destruction from inside a task,
+// refusals, exceptions and the around-task hook (seed 000).
+
+#include "TestSupport.h"
+
+#include <TC/Core.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace TC;
+using TCTest::FrameSentinel;
+using TCTest::ManualExecutor;
+
+namespace
+{
+DetachedTask HopOnto(Strand* strand, std::atomic<int>* onStrand, std::atomic<int>* done)
+{
+    FrameSentinel sentinel;
+    co_await ResumeOn{*strand};
+    if (strand->RunningHere())
+        onStrand->fetch_add(1);
+    done->fetch_add(1);
+}
+} // namespace
+
+TEST_CASE("Strand runs posts in order, one at a time, on a multi-worker scheduler",
+          "[strands][strand]")
+{
+    Scheduler scheduler(2u);
+    const int perProducer = TCTest::Scaled(20000);
+    constexpr int producers = 3;
+    std::vector<int> lastSeen(producers, -1);
+    std::atomic<int> inside{0};
+    std::atomic<int> overlaps{0};
+    std::atomic<int> outOfOrder{0};
+    std::atomic<int> notHere{0};
+    std::atomic<int> ran{0};
+    {
+        Strand strand(scheduler);
+        std::vector<std::thread> threads;
+        for (int p = 0; p < producers; ++p)
+            threads.emplace_back([&, p] {
+                for (int i = 0; i < perProducer; ++i)
+                    strand.Post([&, p, i] {
+                        if (inside.fetch_add(1) != 0)
+                            overlaps.fetch_add(1);
+                        if (lastSeen[static_cast<std::size_t>(p)] != i - 1)
+                            outOfOrder.fetch_add(1);
+                        lastSeen[static_cast<std::size_t>(p)] = i; // no lock: the strand's
+                        if (!strand.RunningHere())
+                            notHere.fetch_add(1);
+                        inside.fetch_sub(1);
+                        ran.fetch_add(1);
+                    });
+            });
+        for (auto& thread : threads)
+            thread.join();
+        strand.WaitIdle();
+        CHECK(strand.Idle());
+    }
+    CHECK(ran.load() == producers * perProducer);
+    CHECK(overlaps.load() == 0);
+    CHECK(outOfOrder.load() == 0);
+    CHECK(notHere.load() == 0);
+}
+
+TEST_CASE("Coroutines hop onto a strand and run there", "[strands][strand]")
+{
+    Scheduler scheduler(2u);
+    std::atomic<int> onStrand{0};
+    std::atomic<int> done{0};
+    const int count = TCTest::Scaled(2000);
+    {
+        Strand strand(scheduler);
+        for (int i = 0; i < count; ++i)
+            HopOnto(&strand, &onStrand, &done);
+        while (done.load() != count)
+            std::this_thread::yield();
+        strand.WaitIdle();
+    }
+    CHECK(onStrand.load() == count);
+    CHECK(FrameSentinel::live.load() == 0);
+}
+
+TEST_CASE("A turn runs at most `batch` tasks, then queues the pump again", "[strands][strand]")
+{
+    ManualExecutor base;
+    StrandOptions options;
+    options.batch = 2;
+    Strand strand(base, std::move(options));
+    int ran = 0;
+    for (int i = 0; i < 5; ++i)
+        strand.Post([&] { ++ran; });
+    CHECK(base.Pending() == 1); // one hand-off serves every post made while busy
+    base.RunOne();
+    CHECK(ran == 2);
+    CHECK(base.Pending() == 1);
+    base.RunOne();
+    CHECK(ran == 4);
+    base.RunOne();
+    CHECK(ran == 5);
+    CHECK(base.Pending() == 0);
+    CHECK(strand.Idle());
+    strand.Post([&] { ++ran; });
+    CHECK(base.Pending() == 1);
+    base.RunAll();
+    CHECK(ran == 6);
+}
+
+TEST_CASE("Seal refuses offers but admits returns; Close drops the rest", "[strands][strand]")
+{
+    ManualExecutor base;
+    auto strand = std::make_unique<Strand>(base);
+    int ran = 0;
+    CHECK(strand->TryPost([&] { ++ran; }));
+    strand->Seal();
+    int ranByCaller = 0;
+    auto offered = [&] { ++ranByCaller; };
+    CHECK_FALSE(strand->TryPost(offered));
+    offered(); // handed back untouched: the caller runs it
+    CHECK(ranByCaller == 1);
+    strand->Post([&] { ++ran; }); // the return door stays open until Close
+
+    // A coroutine parked off the strand when the seal lands still comes back.
+    int finished = 0;
+    auto parked = [](Strand* s, ManualExecutor* other, int* fin) -> DetachedTask {
+        FrameSentinel sentinel;
+        co_await ResumeOn{*other};
+        co_await ResumeOn{*s};
+        ++*fin;
+    };
+    ManualExecutor elsewhere;
+    parked(strand.get(), &elsewhere, &finished);
+    elsewhere.RunAll(); // submits back to the sealed strand: admitted
+    base.RunAll();
+    CHECK(ran == 2);
+    CHECK(finished == 1);
+    CHECK(strand->Idle());
+
+    // Close drops what is queued: a detached chain is freed, a call destroyed unrun.
+    strand->Post([&] { ++ran; });
+    parked(strand.get(), &elsewhere, &finished);
+    elsewhere.RunAll();
+    CHECK(FrameSentinel::live.load() == 1);
+    strand->Close();
+    CHECK(FrameSentinel::live.load() == 0);
+    strand->Post([&] { ++ran; });
+    CHECK_FALSE(strand->TryPost([&] { ++ran; }));
+    CHECK_FALSE(strand->TrySubmit(std::noop_coroutine()));
+    base.RunAll();
+    CHECK(ran == 2);
+    strand.reset();
+    base.RunAll();
+}
+
+TEST_CASE("Destroying a strand from inside its own task is deferred, never a deadlock",
+          "[strands][strand]")
+{
+    SECTION("hand-driven")
+    {
+        ManualExecutor base;
+        auto* strand = new Strand(base);
+        int after = 0;
+        strand->Post([&] { delete strand; });
+        strand->Post([&] { ++after; }); // queued behind: dropped
+        base.RunAll();
+        CHECK(after == 0);
+        CHECK(base.Pending() == 0);
+    }
+    SECTION("on a worker thread")
+    {
+        Scheduler scheduler(2u);
+        std::atomic<bool> destroyed{false};
+        std::atomic<bool> wasHere{false};
+        auto* strand = new Strand(scheduler);
+        strand->Post([&] {
+            wasHere = strand->RunningHere();
+            delete strand;
+            destroyed = true;
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!destroyed.load() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::yield();
+        CHECK(destroyed.load());
+        CHECK(wasHere.load());
+    }
+}
+
+TEST_CASE("Close waits for a task running on another thread", "[strands][strand]")
+{
+    Scheduler scheduler(1u);
+    std::atomic<bool> started{false};
+    std::atomic<bool> finished{false};
+    {
+        Strand strand(scheduler);
+        strand.Post([&] {
+            started = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            finished = true;
+        });
+        while (!started.load())
+            std::this_thread::yield();
+    } // ~Strand
+    CHECK(finished.load());
+}
+
+TEST_CASE("A refused base submit hands the work back and the strand starts afresh",
+          "[strands][strand]")
+{
+    ManualExecutor base;
+    Strand strand(base);
+    base.SetRefuse(true);
+    int ran = 0;
+    CHECK_THROWS_AS(strand.Post([&] { ++ran; }), std::runtime_error);
+    // The coroutine form leaves its work with the caller: nothing is freed.
+    int finished = 0;
+    auto parks = [](Strand* s, int* fin) -> Task<void> {
+        FrameSentinel sentinel;
+        co_await ResumeOn{*s};
+        ++*fin;
+    };
+    {
+        Task<void> task = parks(&strand, &finished);
+        task.GetHandle().resume(); // ResumeOn throws into the coroutine: it finishes with it
+        CHECK(task.Done());
+        CHECK_THROWS_AS(task.Result(), std::runtime_error);
+    }
+    CHECK(FrameSentinel::live.load() == 0);
+    base.SetRefuse(false);
+    strand.Post([&] { ++ran; });
+    base.RunAll();
+    CHECK(ran == 1);
+    CHECK(strand.Idle());
+}
+
+namespace
+{
+// A move-only callable whose state shows whether it was moved from.
+struct MoveOnlyCall
+{
+    std::unique_ptr<int> value;
+    int* ran;
+    void operator()() { *ran += *value; }
+};
+} // namespace
+
+TEST_CASE("A refused base submit leaves the posted callable with the submitter",
+          "[strands][strand]")
+{
+    ManualExecutor base;
+    Strand strand(base);
+    int ran = 0;
+    MoveOnlyCall call{std::make_unique<int>(7), &ran};
+    base.SetRefuse(true);
+    CHECK_THROWS_AS(strand.Post(std::move(call)), std::runtime_error);
+    REQUIRE(call.value); // its own work back: never moved from
+    CHECK_THROWS_AS(strand.TryPost(std::move(call)), std::runtime_error);
+    REQUIRE(call.value);
+    // A callable held inline in its entry is given back the same way (copied bytes, unchanged).
+    int inlineRan = 0;
+    auto small = [&inlineRan] { ++inlineRan; };
+    CHECK_THROWS_AS(strand.Post(small), std::runtime_error);
+    CHECK(base.Pending() == 0);
+    CHECK(strand.Idle());
+    base.SetRefuse(false);
+    CHECK(strand.TryPost(std::move(call)));
+    CHECK_FALSE(call.value);
+    strand.Post(small);
+    base.RunAll();
+    CHECK(ran == 7);
+    CHECK(inlineRan == 1);
+    // A closed strand refuses a TryPost without touching the callable either.
+    MoveOnlyCall late{std::make_unique<int>(1), &ran};
+    strand.Close();
+    CHECK_FALSE(strand.TryPost(std::move(late)));
+    CHECK(late.value);
+}
+
+TEST_CASE("A refused base submit leaves a keyed post's callable with the submitter",
+          "[strands][keyed]")
+{
+    ManualExecutor base;
+    KeyedStrands<int> strands(base);
+    int ran = 0;
+    MoveOnlyCall call{std::make_unique<int>(5), &ran};
+    base.SetRefuse(true);
+    CHECK_THROWS_AS(strands.Post(1, std::move(call)), std::runtime_error);
+    REQUIRE(call.value);
+    CHECK_THROWS_AS(strands.TryPost(1, std::move(call)), std::runtime_error);
+    REQUIRE(call.value);
+    base.SetRefuse(false);
+    CHECK(strands.TryPost(1, std::move(call)));
+    base.RunAll();
+    CHECK(ran == 5);
+    CHECK(strands.Idle());
+}
+
+TEST_CASE("A task that throws mid-chunk leaves the rest of the chunk queued in order",
+          "[strands][strand]")
+{
+    ManualExecutor base;
+    Strand strand(base);
+    std::vector<int> order;
+    strand.Post([&order] { order.push_back(1); });
+    strand.Post([] { throw std::runtime_error("task failed"); });
+    for (int i = 2; i < 6; ++i)
+        strand.Post([&order, i] { order.push_back(i); });
+    CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    strand.Post([&order] { order.push_back(6); });
+    base.RunAll();
+    CHECK(order == std::vector<int>{1, 2, 3, 4, 5, 6});
+    CHECK(strand.Idle());
+}
+
+TEST_CASE("What a task throws propagates to whoever resumed the pump", "[strands][strand]")
+{
+    ManualExecutor base;
+    Strand strand(base);
+    int ran = 0;
+    strand.Post([] { throw std::runtime_error("task failed"); });
+    strand.Post([&] { ++ran; });
+    CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    // A replacement pump took over the queue.
+    base.RunAll();
+    CHECK(ran == 1);
+    strand.Post([] { throw std::runtime_error("again"); });
+    CHECK_THROWS_WITH(base.RunOne(), "again"); // frees the first dead pump
+    strand.Post([&] { ++ran; });
+    base.RunAll();
+    CHECK(ran == 2);
+}
+
+TEST_CASE("The around-task hook is told each task's kind", "[strands][strand]")
+{
+    ManualExecutor base;
+    std::vector<TaskKind> kinds;
+    StrandOptions options;
+    options.aroundTask = [&](RunTask& task) {
+        kinds.push_back(task.Kind());
+        task();
+    };
+    Strand strand(base, std::move(options));
+    std::atomic<int> onStrand{0};
+    std::atomic<int> done{0};
+    strand.Post([] {});
+    HopOnto(&strand, &onStrand, &done);
+    base.RunAll();
+    REQUIRE(kinds.size() == 2);
+    CHECK(kinds[0] == TaskKind::Call);
+    CHECK(kinds[1] == TaskKind::Resumption);
+    CHECK(onStrand.load() == 1);
+}
+
+TEST_CASE("WaitIdle from the strand's own task is refused", "[strands][strand]")
+{
+    ManualExecutor base;
+    Strand strand(base);
+    bool refused = false;
+    strand.Post([&] {
+        try
+        {
+            strand.WaitIdle();
+        }
+        catch (const std::logic_error&)
+        {
+            refused = true;
+        }
+    });
+    base.RunAll();
+    CHECK(refused);
+    CHECK_FALSE(strand.RunningHere());
+}
+
+TEST_CASE("An offer racing the seal is either run or handed back, never lost",
+          "[strands][strand]")
+{
+    Scheduler scheduler(2u);
+    const int offers = TCTest::Scaled(20000);
+    std::atomic<int> ran{0};
+    int accepted = 0;
+    int handedBack = 0;
+    {
+        Strand strand(scheduler);
+        std::thread sealer([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            strand.Seal();
+        });
+        // Offers go on until the seal has been seen refusing a few (every offer after it is).
+        for (int i = 0; i < offers || handedBack < 100; ++i)
+        {
+            auto work = [&ran] { ran.fetch_add(1); };
+            if (strand.TryPost(work))
+                ++accepted;
+            else
+                ++handedBack;
+        }
+        sealer.join();
+        strand.WaitIdle(); // seal, drain, then close (the destructor)
+    }
+    CHECK(accepted + handedBack >= offers);
+    CHECK(ran.load() == accepted);
+    CHECK(handedBack >= 100);
+}

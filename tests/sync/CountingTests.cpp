@@ -1,0 +1,202 @@
+// Latch, WaitGroup, Barrier and primitives built by hand on Suspendable / Waitable.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization.h>
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+TEST_CASE("Latch releases waiters of every kind once counted down", "[latch]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Latch latch(3);
+        Waiters w;
+        for (int i = 0; i < 3; ++i)
+            w.Start(kind, [&] { latch.Wait(); }, [&] { return latch.WaitAsync(); });
+        latch.CountDown();
+        latch.CountDown();
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        CHECK(latch.Count() == 1);
+        latch.CountDown();
+        CHECK(w.WaitFinished(3));
+        latch.Wait(); // open for good
+        CHECK(latch.TryWait());
+    }
+}
+
+TEST_CASE("WaitGroup waits for every Done and can be reused", "[waitgroup]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        WaitGroup group;
+        group.Wait(); // zero: passes
+        group.Add(2);
+        Waiters w;
+        w.Start(kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
+        group.Done();
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        group.Done();
+        CHECK(w.WaitFinished(1));
+        group.Add(1); // reused
+        w.Start(kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 1);
+        group.Done();
+        CHECK(w.WaitFinished(2));
+    }
+}
+
+TEST_CASE("Barrier completes each phase with one serial arrival, any mix of waiters",
+          "[barrier]")
+{
+    constexpr int kPhases = 50;
+    Barrier barrier(3);
+    std::atomic<int> serial{0};
+    std::atomic<int> arrivals{0};
+    std::atomic<bool> phaseBroken{false};
+    Waiters w;
+    std::atomic<int> perPhase[kPhases] = {};
+    auto blocking = [&] {
+        for (int phase = 0; phase < kPhases; ++phase)
+        {
+            perPhase[phase].fetch_add(1);
+            if (barrier.ArriveAndWait())
+                serial.fetch_add(1);
+            // Nobody passes phase p before all three arrived in it.
+            if (perPhase[phase].load() != 3)
+                phaseBroken = true;
+            arrivals.fetch_add(1);
+        }
+    };
+    w.Start(WaiterKind::Task, blocking, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, blocking, [] { return std::suspend_never{}; });
+    struct Coro
+    {
+        static Fire Run(Waiters& w, Barrier& barrier, std::atomic<int>* perPhase,
+                        std::atomic<int>& serial, std::atomic<int>& arrivals,
+                        std::atomic<bool>& broken, std::atomic<bool>& done)
+        {
+            co_await w.GetScheduler().Schedule();
+            for (int phase = 0; phase < kPhases; ++phase)
+            {
+                perPhase[phase].fetch_add(1);
+                if (co_await barrier.ArriveAndWaitAsync())
+                    serial.fetch_add(1);
+                if (perPhase[phase].load() != 3)
+                    broken = true;
+                arrivals.fetch_add(1);
+            }
+            done = true;
+        }
+    };
+    std::atomic<bool> coroDone{false};
+    Coro::Run(w, barrier, perPhase, serial, arrivals, phaseBroken, coroDone);
+    CHECK(w.WaitFinished(2));
+    CHECK(Eventually([&] { return coroDone.load(); }));
+    CHECK(serial == kPhases);
+    CHECK(arrivals == 3 * kPhases);
+    CHECK_FALSE(phaseBroken);
+}
+
+namespace
+{
+// A hand-made Single primitive on Waitable: a counter that passes when positive. A resumed
+// waiter does not call TryWait again, so Add takes the ticket on the waiter's behalf first.
+class Tickets : public Waitable<SuspensionKind::Single, Tickets>
+{
+public:
+    void Add()
+    {
+        count_.fetch_add(1);
+        if (IsSuspended() && TryWait())
+            Resume();
+    }
+    bool TryWait()
+    {
+        int count = count_.load();
+        while (count > 0)
+            if (count_.compare_exchange_weak(count, count - 1))
+                return true;
+        return false;
+    }
+    // The ticket a successful TryWait took goes to the waiter, or back if it is gone.
+    void Resume()
+    {
+        if (!SuspendableBase<SuspensionKind::Single>::Resume())
+            Add();
+    }
+
+private:
+    std::atomic<int> count_{0};
+};
+
+// A hand-made primitive on Suspendable: the waiter loops itself.
+class Flag : public Suspendable<SuspensionKind::Single, Flag>
+{
+public:
+    void Raise()
+    {
+        raised_.store(true);
+        Resume();
+    }
+    void WaitRaised()
+    {
+        while (!raised_.load())
+            Suspend();
+    }
+    void TryResume()
+    {
+        ++tryResumeCalls;
+        if (raised_.load())
+            Resume();
+    }
+    std::atomic<int> tryResumeCalls{0};
+
+private:
+    std::atomic<bool> raised_{false};
+};
+} // namespace
+
+TEST_CASE("Waitable<Single>: Wait, timed Wait and co_await on a hand-made primitive",
+          "[waitable][timeout]")
+{
+    TC::EnableTimers();
+    Tickets tickets;
+    CHECK_FALSE(tickets.Wait(2ms)); // timed out: nobody added
+    CHECK_FALSE(tickets.IsSuspended());
+    tickets.Add();
+    CHECK(tickets.Wait(2ms));
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Waiters w;
+        w.Start(kind, [&] { tickets.Wait(); }, [&] { return tickets.WaitAsync(); });
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 0);
+        tickets.Add();
+        CHECK(w.WaitFinished(1));
+    }
+}
+
+TEST_CASE("Suspendable calls TryResume after publishing the waiter", "[waitable]")
+{
+    Flag flag;
+    TC::Scheduler scheduler(1u);
+    auto waiter = scheduler.Start([&] { flag.WaitRaised(); });
+    CHECK(Eventually([&] { return flag.IsSuspended(); }));
+    CHECK(flag.tryResumeCalls >= 1);
+    flag.Raise();
+    waiter.Join();
+    CHECK_FALSE(flag.IsSuspended());
+}

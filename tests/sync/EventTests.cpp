@@ -1,0 +1,264 @@
+// Events: every kind from every kind of waiter, timeouts, destruction right after a wait, and
+// the LIFO / creator-last order of Multiple.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization.h>
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+namespace
+{
+template <class Event>
+void SetReleasesWaiters(int waiters, bool multiple)
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Event event;
+        Waiters w;
+        const int n = multiple ? waiters : 1;
+        for (int i = 0; i < n; ++i)
+            w.Start(kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0); // nobody passes an unset event
+        if constexpr (requires { event.Resume(); })
+            FAIL("Resume must not be public");
+        for (int i = 0; i < n; ++i)
+            event.Set(); // auto-reset: one per waiter; manual: the first does it
+        CHECK(w.WaitFinished(n));
+        w.JoinAll();
+    }
+}
+} // namespace
+
+TEST_CASE("ManualResetEvent releases every waiter of every kind", "[event]")
+{
+    SetReleasesWaiters<ManualResetEvent>(4, true);
+}
+
+TEST_CASE("AutoResetEvent releases one waiter per Set, of every kind", "[event]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        AutoResetEvent event;
+        Waiters w;
+        for (int i = 0; i < 3; ++i)
+            w.Start(kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        event.Set();
+        CHECK(w.WaitFinished(1));
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 1); // exactly one per Set
+        event.Set();
+        event.Set();
+        CHECK(w.WaitFinished(3));
+        CHECK_FALSE(event.TryWait()); // every signal was consumed by a waiter
+        w.JoinAll();
+    }
+}
+
+TEST_CASE("AutoResetEvent keeps one signal when nobody waits", "[event]")
+{
+    AutoResetEvent event;
+    event.Set();
+    event.Set(); // does not accumulate
+    CHECK(event.TryWait());
+    CHECK_FALSE(event.TryWait());
+    event.Set();
+    event.Wait(); // the converted main thread passes at once
+    event.Set();
+    event.Reset();
+    CHECK_FALSE(event.TryWait());
+}
+
+TEST_CASE("ManualResetEvent stays open until Reset", "[event]")
+{
+    ManualResetEvent event;
+    CHECK_FALSE(event.TryWait());
+    event.Set();
+    event.Wait();
+    event.Wait();
+    CHECK(event.IsSet());
+    event.Reset();
+    CHECK_FALSE(event.TryWait());
+}
+
+TEST_CASE("AutoResetEvent_s and ManualResetEvent_s release their waiter of every kind",
+          "[event][single]")
+{
+    SetReleasesWaiters<AutoResetEvent_s>(1, false);
+    SetReleasesWaiters<ManualResetEvent_s>(1, false);
+}
+
+TEST_CASE("_s events: set before the wait passes at once; auto-reset clears", "[event][single]")
+{
+    AutoResetEvent_s autoEvent;
+    autoEvent.Set();
+    autoEvent.Set();
+    CHECK(autoEvent.IsSet());
+    autoEvent.Wait();
+    CHECK_FALSE(autoEvent.IsSet());
+    CHECK_FALSE(autoEvent.TryWait());
+
+    ManualResetEvent_s manualEvent(true);
+    manualEvent.Wait();
+    CHECK(manualEvent.IsSet());
+    manualEvent.Reset();
+    CHECK_FALSE(manualEvent.TryWait());
+}
+
+TEST_CASE("_s events time out from every kind of waiter, and a Set after that is kept",
+          "[event][single][timeout]")
+{
+    TC::EnableTimers();
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        AutoResetEvent_s event;
+        std::atomic<int> timedOut{0};
+        {
+            Waiters w;
+            w.Start(
+                kind, [&] { timedOut += event.Wait(5ms) ? 0 : 1; },
+                [&] {
+                    auto record = [&timedOut](bool ok) { timedOut += ok ? 0 : 1; };
+                    return Then<AutoResetEvent_s::WaitForAwaiter, decltype(record)>{
+                        event.WaitAsync(5ms), record};
+                });
+            CHECK(w.WaitFinished(1));
+        }
+        CHECK(timedOut == 1);
+        CHECK_FALSE(event.IsSuspended());
+        event.Set(); // no waiter any more: the signal stays
+        CHECK(event.Wait(5ms));
+    }
+}
+
+TEST_CASE("_s events may be destroyed by the waiter right after Wait returns",
+          "[event][single][lifetime]")
+{
+    // The setter runs on another thread; the waiter frees the event as soon as it passes. Under
+    // ASan any access of Set after the hand-over would be a use after free.
+    const int rounds = static_cast<int>(Scaled(20000));
+    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    {
+        INFO("waiter: " << Name(kind));
+        TC::Scheduler scheduler(2u);
+        std::atomic<AutoResetEvent_s*> autoSlot{nullptr};
+        std::atomic<ManualResetEvent_s*> manualSlot{nullptr};
+        std::atomic<bool> stop{false};
+        std::thread setter([&] {
+            while (!stop.load())
+            {
+                if (auto* e = autoSlot.exchange(nullptr))
+                    e->Set();
+                if (auto* e = manualSlot.exchange(nullptr))
+                    e->Set();
+            }
+        });
+        auto body = [&] {
+            for (int i = 0; i < rounds; ++i)
+            {
+                auto* a = new AutoResetEvent_s;
+                autoSlot.store(a);
+                a->Wait();
+                delete a;
+                auto* m = new ManualResetEvent_s;
+                manualSlot.store(m);
+                m->Wait();
+                delete m;
+            }
+        };
+        if (kind == WaiterKind::Task)
+            scheduler.Start(body).Join();
+        else
+            std::thread(body).join();
+        stop = true;
+        setter.join();
+    }
+}
+
+TEST_CASE("Multiple resumes newest first and its creator last", "[event][order]")
+{
+    TC::Scheduler host(0u); // pumped here: tasks run in the order they were resumed
+    std::vector<int> order;
+    Latch* latch = nullptr;
+    auto creator = host.Start([&] {
+        Latch own(1); // constructed by this task
+        latch = &own;
+        own.Wait();
+        order.push_back(0);
+        // The creator was resumed last, so it may destroy the latch now.
+    });
+    host.RunUntilIdle();
+    std::vector<TC::JoinHandle> waiters;
+    for (int i = 1; i <= 3; ++i)
+        waiters.push_back(host.Start([&, i] {
+            latch->Wait();
+            order.push_back(i);
+        }));
+    host.RunUntilIdle();
+    REQUIRE(order.empty());
+    latch->CountDown();
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3, 2, 1, 0});
+    creator.Join();
+    for (auto& w : waiters)
+        w.Join();
+}
+
+TEST_CASE("AutoResetEvent wakes the newest waiter first", "[event][order]")
+{
+    TC::Scheduler host(0u);
+    AutoResetEvent event; // made by the main thread, which never waits on it
+    std::vector<int> order;
+    std::vector<TC::JoinHandle> waiters;
+    for (int i = 1; i <= 3; ++i)
+        waiters.push_back(host.Start([&, i] {
+            event.Wait();
+            order.push_back(i);
+        }));
+    host.RunUntilIdle();
+    event.Set();
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3});
+    event.Set();
+    event.Set();
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3, 2, 1});
+    for (auto& w : waiters)
+        w.Join();
+}
+
+TEST_CASE("A converted thread that creates a ManualResetEvent is resumed after the tasks",
+          "[event][order]")
+{
+    TC::Scheduler scheduler(1u);
+    ManualResetEvent event; // the main thread is its creator
+    std::atomic<int> tasksDone{0};
+    std::vector<TC::JoinHandle> tasks;
+    for (int i = 0; i < 3; ++i)
+        tasks.push_back(scheduler.Start([&] {
+            event.Wait();
+            tasksDone.fetch_add(1);
+        }));
+    std::thread setter([&] {
+        std::this_thread::sleep_for(20ms);
+        event.Set();
+    });
+    event.Wait(); // resumed by the same Set, last
+    setter.join();
+    for (auto& t : tasks)
+        t.Join();
+    CHECK(tasksDone == 3);
+}

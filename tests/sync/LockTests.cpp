@@ -1,0 +1,304 @@
+// Semaphore, Mutex and ConditionVariable: every kind of waiter, timeouts, FIFO hand-off and the
+// condition variable's wake-up rules.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization.h>
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+TEST_CASE("Semaphore hands permits to waiters of every kind", "[semaphore]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Semaphore sem(1);
+        CHECK(sem.TryAcquire());
+        CHECK_FALSE(sem.TryAcquire());
+        Waiters w;
+        for (int i = 0; i < 3; ++i)
+            w.Start(kind, [&] { sem.Acquire(); }, [&] { return sem.AcquireAsync(); });
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        sem.Release(2);
+        CHECK(w.WaitFinished(2));
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 2);
+        sem.Release(2);
+        CHECK(w.WaitFinished(3));
+        CHECK(Eventually([&] { return sem.Available() == 1; }));
+    }
+}
+
+TEST_CASE("Semaphore timed acquire times out from every kind of waiter",
+          "[semaphore][timeout]")
+{
+    TC::EnableTimers();
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Semaphore sem(0);
+        std::atomic<int> results{0}; // +1 per timeout, +100 per acquisition
+        auto record = [&results](bool ok) { results += ok ? 100 : 1; };
+        {
+            Waiters w;
+            w.Start(
+                kind, [&] { record(sem.Acquire(5ms)); },
+                [&] {
+                    return Then<Semaphore::AcquireForAwaiter, decltype(record)>{
+                        sem.AcquireAsync(5ms), record};
+                });
+            CHECK(w.WaitFinished(1));
+            CHECK(results == 1);
+            sem.Release();
+            w.Start(
+                kind, [&] { record(sem.Acquire(5s)); },
+                [&] {
+                    return Then<Semaphore::AcquireForAwaiter, decltype(record)>{
+                        sem.AcquireAsync(5s), record};
+                });
+            CHECK(w.WaitFinished(2));
+        }
+        CHECK(results == 101);
+        CHECK(sem.Available() == 0); // the timed-out waiter took nothing
+    }
+}
+
+TEST_CASE("Mutex excludes waiters of every kind", "[mutex]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Mutex mutex;
+        int inside = 0;
+        bool overlap = false;
+        mutex.Lock();
+        Waiters w;
+        for (int i = 0; i < 3; ++i)
+            w.Start(
+                kind,
+                [&] {
+                    std::lock_guard guard(mutex);
+                    overlap = overlap || ++inside != 1;
+                    std::this_thread::sleep_for(1ms);
+                    --inside;
+                },
+                [&] {
+                    auto record = [&] {
+                        overlap = overlap || ++inside != 1;
+                        --inside;
+                        mutex.Unlock();
+                    };
+                    return Then<Mutex::LockAwaiter, decltype(record)>{mutex.LockAsync(), record};
+                });
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        CHECK_FALSE(mutex.TryLock());
+        mutex.Unlock();
+        CHECK(w.WaitFinished(3));
+        CHECK_FALSE(overlap);
+        CHECK(mutex.TryLock());
+        mutex.unlock();
+    }
+}
+
+TEST_CASE("Mutex hands over in arrival order and a newcomer cannot barge", "[mutex][fairness]")
+{
+    TC::Scheduler host(0u); // tasks run here in the order they are queued
+    Mutex mutex;
+    std::vector<int> order;
+    mutex.lock(); // the main thread owns it
+    std::vector<TC::JoinHandle> tasks;
+    for (int i = 1; i <= 5; ++i)
+        tasks.push_back(host.Start([&, i] {
+            mutex.lock();
+            order.push_back(i);
+            mutex.unlock();
+        }));
+    host.RunUntilIdle(); // all five queue up, in order
+    REQUIRE(order.empty());
+    mutex.unlock();                // hands the mutex to task 1 before it even runs
+    CHECK_FALSE(mutex.try_lock()); // so the main thread cannot barge in
+    CHECK(mutex.IsLocked());
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{1, 2, 3, 4, 5});
+    CHECK(mutex.try_lock());
+    mutex.unlock();
+    for (auto& t : tasks)
+        t.Join();
+}
+
+TEST_CASE("Mutex::TryLockFor times out and leaves the queue intact", "[mutex][timeout]")
+{
+    TC::EnableTimers();
+    Mutex mutex;
+    mutex.lock();
+    TC::Scheduler scheduler(2u);
+    std::atomic<int> got{0};
+    auto late = scheduler.Start([&] { got += mutex.TryLockFor(5ms) ? 100 : 1; });
+    auto patient = scheduler.Start([&] {
+        mutex.lock();
+        got += 10;
+        mutex.unlock();
+    });
+    std::thread thread([&] { got += mutex.TryLockFor(5ms) ? 100 : 1; });
+    late.Join();
+    thread.join();
+    CHECK(got == 2);
+    mutex.unlock();
+    patient.Join();
+    CHECK(got == 12);
+    CHECK_FALSE(mutex.IsLocked());
+}
+
+TEST_CASE("ConditionVariable wakes waiters of every kind, owning the mutex", "[cv]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Mutex mutex;
+        ConditionVariable cv;
+        int ready = 0;
+        bool owned = true;
+        Waiters w;
+        for (int i = 0; i < 3; ++i)
+            w.Start(
+                kind,
+                [&] {
+                    std::unique_lock lock(mutex);
+                    cv.Wait(lock, [&] { return ready > 0; });
+                    owned = owned && mutex.IsLocked();
+                },
+                [&] {
+                    struct Awaiter
+                    {
+                        Mutex& mutex;
+                        ConditionVariable& cv;
+                        int& ready;
+                        bool& owned;
+                        bool await_ready() { return false; }
+                        void await_suspend(std::coroutine_handle<> h) { Run(*this, h); }
+                        void await_resume() {}
+                        static Fire Run(Awaiter& self, std::coroutine_handle<> h)
+                        {
+                            co_await self.mutex.LockAsync();
+                            while (self.ready == 0)
+                                co_await self.cv.WaitAsync(self.mutex);
+                            self.owned = self.owned && self.mutex.IsLocked();
+                            self.mutex.Unlock();
+                            h.resume();
+                        }
+                    };
+                    return Awaiter{mutex, cv, ready, owned};
+                });
+        std::this_thread::sleep_for(20ms);
+        CHECK(w.Finished() == 0);
+        {
+            std::lock_guard guard(mutex);
+            ready = 1;
+        }
+        cv.NotifyAll();
+        CHECK(w.WaitFinished(3));
+        CHECK(owned);
+    }
+}
+
+TEST_CASE("ConditionVariable: no spurious wake-ups, NotifyOne is FIFO, stolen wake-ups "
+          "re-wait",
+          "[cv][spurious]")
+{
+    TC::Scheduler host(0u);
+    Mutex mutex;
+    ConditionVariable cv;
+    std::vector<int> woke;
+    int items = 0;
+    std::vector<TC::JoinHandle> tasks;
+    for (int i = 1; i <= 3; ++i)
+        tasks.push_back(host.Start([&, i] {
+            std::unique_lock lock(mutex);
+            cv.Wait(lock); // plain Wait: returns only when notified
+            woke.push_back(i);
+        }));
+    host.RunUntilIdle();
+    host.RunUntilIdle();
+    CHECK(woke.empty()); // nothing returns without a notification
+
+    cv.NotifyOne();
+    host.RunUntilIdle();
+    CHECK(woke == std::vector<int>{1}); // the oldest
+    cv.NotifyAll();
+    host.RunUntilIdle();
+    CHECK(woke == std::vector<int>{1, 2, 3});
+
+    // A predicate waiter whose notification is "stolen" before it owns the mutex re-waits.
+    bool consumed = false;
+    auto consumer = host.Start([&] {
+        std::unique_lock lock(mutex);
+        cv.Wait(lock, [&] { return items > 0; });
+        --items;
+        consumed = true;
+    });
+    host.RunUntilIdle();
+    {
+        std::unique_lock lock(mutex);
+        items = 1;
+        cv.NotifyOne(); // the consumer queues on the mutex we hold
+        items = 0;      // and we take the item before it gets the mutex
+    }
+    host.RunUntilIdle();
+    CHECK_FALSE(consumed);
+    {
+        std::unique_lock lock(mutex);
+        items = 1;
+    }
+    cv.NotifyOne();
+    host.RunUntilIdle();
+    CHECK(consumed);
+    CHECK(items == 0);
+    consumer.Join();
+    for (auto& t : tasks)
+        t.Join();
+}
+
+TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout]")
+{
+    TC::EnableTimers();
+    Mutex mutex;
+    ConditionVariable cv;
+    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    {
+        INFO("waiter: " << Name(kind));
+        std::atomic<int> result{0};
+        Waiters w;
+        w.Start(
+            kind,
+            [&] {
+                std::unique_lock lock(mutex);
+                const bool timedOut = cv.WaitFor(lock, 5ms) == CvStatus::TimedOut;
+                const bool predTimedOut = !cv.WaitFor(lock, 5ms, [] { return false; });
+                result = (timedOut && predTimedOut && mutex.IsLocked()) ? 1 : 2;
+            },
+            [] { return std::suspend_never{}; });
+        CHECK(w.WaitFinished(1));
+        CHECK(result == 1);
+        CHECK_FALSE(mutex.IsLocked());
+    }
+    // Notified before the timeout: Notified.
+    TC::Scheduler scheduler(1u);
+    std::atomic<bool> notified{false};
+    auto waiter = scheduler.Start([&] {
+        std::unique_lock lock(mutex);
+        notified = cv.WaitFor(lock, 10s) == CvStatus::Notified;
+    });
+    std::this_thread::sleep_for(10ms);
+    cv.NotifyOne();
+    waiter.Join();
+    CHECK(notified);
+}

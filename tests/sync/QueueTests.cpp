@@ -1,0 +1,221 @@
+// Mailbox<T> and Channel<T>: every kind of waiter, timeouts, and Close with waiters on both ends.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization.h>
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+TEST_CASE("Mailbox<T> delivers to a taker of every kind and replaces an untaken value",
+          "[mailbox]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Mailbox<std::string> box;
+        std::string got;
+        Waiters w;
+        auto record = [&got](std::string value) { got = std::move(value); };
+        w.Start(
+            kind, [&] { got = box.Take(); },
+            [&] {
+                return Then<Mailbox<std::string>::TakeAwaiter, decltype(record)>{box.TakeAsync(),
+                                                                                   record};
+            });
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 0);
+        box.Put("hello");
+        CHECK(w.WaitFinished(1));
+        w.JoinAll();
+        CHECK(got == "hello");
+    }
+    Mailbox<int> box;
+    CHECK_FALSE(box.Put(1));
+    CHECK(box.Put(2)); // replaced the untaken 1
+    CHECK(box.Take() == 2);
+    CHECK_FALSE(box.TryTake());
+}
+
+TEST_CASE("Mailbox<T> timed take times out from every kind of waiter", "[mailbox][timeout]")
+{
+    TC::EnableTimers();
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Mailbox<int> box;
+        std::atomic<int> result{-1};
+        auto record = [&result](std::optional<int> value) { result = value ? *value : 0; };
+        Waiters w;
+        auto start = [&](TC::Duration timeout) {
+            w.Start(
+                kind, [&, timeout] { record(box.Take(timeout)); },
+                [&, timeout] {
+                    return Then<Mailbox<int>::TakeForAwaiter, decltype(record)>{
+                        box.TakeAsync(timeout), record};
+                });
+        };
+        start(5ms);
+        CHECK(w.WaitFinished(1));
+        CHECK(result == 0);
+        start(10s);
+        std::this_thread::sleep_for(5ms);
+        box.Put(7);
+        CHECK(w.WaitFinished(2));
+        CHECK(result == 7);
+    }
+}
+
+TEST_CASE("Channel delivers values to receivers of every kind, bounded and unbounded",
+          "[channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{2}})
+        for (WaiterKind kind : kAllKinds)
+        {
+            INFO("waiter: " << Name(kind) << ", capacity " << capacity);
+            Channel<std::unique_ptr<int>> channel(capacity);
+            std::atomic<int> sum{0};
+            auto record = [&sum](std::optional<std::unique_ptr<int>> value) {
+                if (value)
+                    sum += **value;
+            };
+            Waiters w;
+            for (int i = 0; i < 4; ++i)
+                w.Start(
+                    kind, [&] { record(channel.Receive()); },
+                    [&] {
+                        return Then<Channel<std::unique_ptr<int>>::ReceiveAwaiter,
+                                    decltype(record)>{channel.ReceiveAsync(), record};
+                    });
+            std::this_thread::sleep_for(10ms);
+            CHECK(w.Finished() == 0);
+            for (int i = 1; i <= 4; ++i)
+                CHECK(channel.Send(std::make_unique<int>(i)));
+            CHECK(w.WaitFinished(4));
+            CHECK(sum == 10);
+        }
+}
+
+TEST_CASE("Bounded Channel suspends senders of every kind while full", "[channel]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        Channel<int> channel(1);
+        CHECK(channel.TrySend(1) == ChannelStatus::Ok);
+        CHECK(channel.TrySend(2) == ChannelStatus::Full);
+        std::atomic<int> accepted{0};
+        auto record = [&accepted](bool ok) { accepted += ok ? 1 : 0; };
+        Waiters w;
+        for (int i = 0; i < 2; ++i)
+            w.Start(
+                kind, [&, i] { record(channel.Send(10 + i)); },
+                [&, i] {
+                    return Then<Channel<int>::SendAwaiter, decltype(record)>{
+                        channel.SendAsync(10 + i), record};
+                });
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 0);
+        int total = 0;
+        for (int i = 0; i < 3; ++i)
+            total += *channel.Receive();
+        CHECK(w.WaitFinished(2));
+        CHECK(total == 1 + 10 + 11);
+        CHECK(accepted == 2);
+    }
+}
+
+TEST_CASE("Channel timed send and receive time out", "[channel][timeout]")
+{
+    TC::EnableTimers();
+    Channel<int> channel(1);
+    int out = 0;
+    CHECK(channel.Receive(out, 5ms) == ChannelStatus::TimedOut);
+    CHECK(channel.Send(1, 5ms) == ChannelStatus::Ok);
+    CHECK(channel.Send(2, 5ms) == ChannelStatus::TimedOut);
+    CHECK(channel.TryReceive(out) == ChannelStatus::Ok);
+    CHECK(out == 1);
+    CHECK(channel.TryReceive(out) == ChannelStatus::Empty);
+    TC::Scheduler scheduler(1u);
+    std::atomic<int> timedOut{0};
+    scheduler.Start([&] {
+        int value = 0;
+        timedOut += channel.Receive(value, 5ms) == ChannelStatus::TimedOut;
+        CHECK(channel.Send(3, 5ms) == ChannelStatus::Ok);
+        timedOut += channel.Send(4, 5ms) == ChannelStatus::TimedOut;
+    }).Join();
+    CHECK(timedOut == 2);
+    CHECK(channel.SizeApprox() == 1);
+}
+
+TEST_CASE("Channel Close resumes waiting receivers and senders; receivers drain first",
+          "[channel][close]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        // Receivers waiting on an empty channel.
+        {
+            Channel<int> channel;
+            std::atomic<int> closedSeen{0};
+            auto record = [&closedSeen](std::optional<int> v) { closedSeen += v ? 0 : 1; };
+            Waiters w;
+            for (int i = 0; i < 3; ++i)
+                w.Start(
+                    kind, [&] { record(channel.Receive()); },
+                    [&] {
+                        return Then<Channel<int>::ReceiveAwaiter, decltype(record)>{
+                            channel.ReceiveAsync(), record};
+                    });
+            std::this_thread::sleep_for(10ms);
+            channel.Close();
+            CHECK(w.WaitFinished(3));
+            CHECK(closedSeen == 3);
+            CHECK_FALSE(channel.Send(1));
+        }
+        // Senders waiting on a full channel.
+        {
+            Channel<int> channel(1);
+            CHECK(channel.Send(42));
+            std::atomic<int> refused{0};
+            auto record = [&refused](bool ok) { refused += ok ? 0 : 1; };
+            Waiters w;
+            for (int i = 0; i < 3; ++i)
+                w.Start(
+                    kind, [&, i] { record(channel.Send(i)); },
+                    [&] {
+                        return Then<Channel<int>::SendAwaiter, decltype(record)>{
+                            channel.SendAsync(7), record};
+                    });
+            std::this_thread::sleep_for(10ms);
+            channel.Close();
+            CHECK(w.WaitFinished(3));
+            CHECK(refused == 3);
+            CHECK(channel.Receive() == 42); // what was sent before Close is still received
+            CHECK_FALSE(channel.Receive());
+            int out = 0;
+            CHECK(channel.TryReceive(out) == ChannelStatus::Closed);
+        }
+    }
+}
+
+TEST_CASE("Channel destroys the values it still holds", "[channel]")
+{
+    auto counter = std::make_shared<int>(0);
+    {
+        Channel<std::shared_ptr<int>> channel;
+        for (int i = 0; i < 300; ++i) // grows over several chunks
+            channel.Send(counter);
+        CHECK(counter.use_count() == 301);
+        CHECK(channel.Receive().has_value());
+    }
+    CHECK(counter.use_count() == 1);
+}

@@ -1,0 +1,353 @@
+// Stress: each primitive driven across worker threads, converted threads and coroutines with
+// millions of operations in Release (scaled down in Debug and under sanitizers). Checked mode
+// catches double resumes; counts catch lost or duplicated wake-ups; a lost wake-up hangs, which
+// the per-test deadline reports.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization.h>
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+namespace
+{
+// Two parties alternate through a pair of events `rounds` times: one in a task, one on a thread
+// (cross-thread wakes) or both in tasks.
+template <class Event>
+void PingPong(std::int64_t rounds, bool acrossThread)
+{
+    Event ping;
+    Event pong;
+    TC::Scheduler scheduler(2u);
+    auto pinger = [&] {
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ping.Set();
+            pong.Wait();
+        }
+    };
+    auto ponger = [&] {
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ping.Wait();
+            pong.Set();
+        }
+    };
+    auto a = scheduler.Start(pinger);
+    if (acrossThread)
+    {
+        std::thread b(ponger);
+        a.Join();
+        b.join();
+    }
+    else
+    {
+        auto b = scheduler.Start(ponger);
+        a.Join();
+        b.Join();
+    }
+}
+} // namespace
+
+TEST_CASE("Stress: event ping-pong, tasks and threads", "[stress][event]")
+{
+    const std::int64_t rounds = Scaled(200000);
+    PingPong<AutoResetEvent_s>(rounds, false);
+    PingPong<AutoResetEvent_s>(rounds / 4, true);
+    PingPong<AutoResetEvent>(rounds, false);
+    PingPong<AutoResetEvent>(rounds / 4, true);
+}
+
+TEST_CASE("Stress: AutoResetEvent as a token among many waiters", "[stress][event]")
+{
+    // Four tasks, a thread and two coroutines pass one token around: every Set lets exactly one
+    // holder through, so the critical section never overlaps and every pass is counted.
+    const std::int64_t passes = Scaled(400000);
+    AutoResetEvent token(true);
+    std::atomic<std::int64_t> done{0};
+    std::atomic<int> inside{0};
+    std::atomic<bool> overlap{false};
+    auto critical = [&] {
+        if (inside.fetch_add(1) != 0)
+            overlap = true;
+        inside.fetch_sub(1);
+        done.fetch_add(1);
+    };
+    Waiters w;
+    auto blocking = [&] {
+        while (done.load() < passes)
+        {
+            token.Wait();
+            critical();
+            token.Set();
+        }
+    };
+    struct Coro
+    {
+        static Fire Run(Waiters& w, AutoResetEvent& token, std::atomic<std::int64_t>& done,
+                        std::int64_t passes, decltype(critical) critical, std::atomic<int>& left)
+        {
+            co_await w.GetScheduler().Schedule();
+            while (done.load() < passes)
+            {
+                co_await token;
+                critical();
+                token.Set();
+            }
+            left.fetch_sub(1);
+        }
+    };
+    std::atomic<int> coroutines{2};
+    for (int i = 0; i < 4; ++i)
+        w.Start(WaiterKind::Task, blocking, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, blocking, [] { return std::suspend_never{}; });
+    Coro::Run(w, token, done, passes, critical, coroutines);
+    Coro::Run(w, token, done, passes, critical, coroutines);
+    CHECK(w.WaitFinished(5, 120s));
+    CHECK(Eventually([&] { return coroutines.load() == 0; }, 60s));
+    CHECK_FALSE(overlap);
+    CHECK(done >= passes);
+}
+
+TEST_CASE("Stress: ManualResetEvent_s and Latch created, waited and destroyed per round",
+          "[stress][lifetime]")
+{
+    const std::int64_t rounds = Scaled(100000);
+    TC::Scheduler scheduler(2u);
+    auto waiter = scheduler.Start([&] {
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ManualResetEvent_s event;
+            Latch latch(2);
+            auto helper = [&] {
+                latch.CountDown();
+                event.Set();
+            };
+            TC::Scheduler::Current()->Start(helper).Detach();
+            latch.CountDown();
+            event.Wait();
+            latch.Wait(); // this task made the latch: it is resumed last and may destroy it
+        }
+    });
+    waiter.Join();
+}
+
+TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mutex]")
+{
+    const std::int64_t perWorker = Scaled(250000);
+    Mutex mutex;
+    Semaphore sem(1);
+    std::int64_t counterM = 0;
+    std::int64_t counterS = 0;
+    Waiters w;
+    auto body = [&] {
+        for (std::int64_t i = 0; i < perWorker; ++i)
+        {
+            {
+                std::lock_guard guard(mutex);
+                ++counterM;
+            }
+            sem.Acquire();
+            ++counterS;
+            sem.Release();
+        }
+    };
+    for (int i = 0; i < 4; ++i)
+        w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
+    struct Coro
+    {
+        static Fire Run(Waiters& w, Mutex& mutex, Semaphore& sem, std::int64_t& m,
+                        std::int64_t& s, std::int64_t n, std::atomic<bool>& done)
+        {
+            co_await w.GetScheduler().Schedule();
+            for (std::int64_t i = 0; i < n; ++i)
+            {
+                co_await mutex.LockAsync();
+                ++m;
+                mutex.Unlock();
+                co_await sem.AcquireAsync();
+                ++s;
+                sem.Release();
+            }
+            done = true;
+        }
+    };
+    std::atomic<bool> coroDone{false};
+    Coro::Run(w, mutex, sem, counterM, counterS, perWorker, coroDone);
+    CHECK(w.WaitFinished(5, 120s));
+    CHECK(Eventually([&] { return coroDone.load(); }, 60s));
+    std::lock_guard guard(mutex);
+    CHECK(counterM == 6 * perWorker);
+    CHECK(counterS == 6 * perWorker);
+}
+
+TEST_CASE("Stress: ConditionVariable producer/consumer", "[stress][cv]")
+{
+    const std::int64_t items = Scaled(300000);
+    Mutex mutex;
+    ConditionVariable notEmpty;
+    ConditionVariable notFull;
+    std::vector<std::int64_t> queue;
+    bool finished = false;
+    std::int64_t consumed = 0;
+    std::int64_t sum = 0;
+    Waiters w;
+    auto producer = [&](std::int64_t from, std::int64_t to) {
+        for (std::int64_t i = from; i < to; ++i)
+        {
+            std::unique_lock lock(mutex);
+            notFull.Wait(lock, [&] { return queue.size() < 64; });
+            queue.push_back(i);
+            notEmpty.NotifyOne();
+        }
+    };
+    auto consumer = [&] {
+        std::unique_lock lock(mutex);
+        for (;;)
+        {
+            notEmpty.Wait(lock, [&] { return !queue.empty() || finished; });
+            if (queue.empty())
+                return;
+            sum += queue.back();
+            queue.pop_back();
+            ++consumed;
+            notFull.NotifyOne();
+        }
+    };
+    w.Start(WaiterKind::Task, [&] { producer(0, items / 2); }, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, [&] { producer(items / 2, items); },
+            [] { return std::suspend_never{}; });
+    for (int i = 0; i < 2; ++i)
+        w.Start(WaiterKind::Task, consumer, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, consumer, [] { return std::suspend_never{}; });
+    CHECK(w.WaitFinished(2, 120s)); // the producers
+    {
+        std::lock_guard guard(mutex);
+        finished = true;
+    }
+    notEmpty.NotifyAll();
+    CHECK(w.WaitFinished(5, 60s));
+    CHECK(consumed == items);
+    CHECK(sum == items * (items - 1) / 2);
+}
+
+TEST_CASE("Stress: Barrier phases and WaitGroup rounds", "[stress][barrier]")
+{
+    const std::int64_t phases = Scaled(40000);
+    Barrier barrier(3);
+    std::atomic<std::int64_t> serial{0};
+    Waiters w;
+    auto body = [&] {
+        for (std::int64_t i = 0; i < phases; ++i)
+            if (barrier.ArriveAndWait())
+                serial.fetch_add(1);
+    };
+    w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
+    CHECK(w.WaitFinished(3, 120s));
+    CHECK(serial == phases);
+
+    const std::int64_t rounds = Scaled(20000);
+    TC::Scheduler& scheduler = w.GetScheduler();
+    std::atomic<std::int64_t> work{0};
+    for (std::int64_t r = 0; r < rounds; ++r)
+    {
+        WaitGroup group;
+        group.Add(3);
+        for (int i = 0; i < 3; ++i)
+            scheduler.Start([&] {
+                work.fetch_add(1);
+                group.Done();
+            }).Detach();
+        group.Wait(); // the converted main thread made it: resumed last, then destroys it
+    }
+    CHECK(work == 3 * rounds);
+}
+
+TEST_CASE("Stress: Mailbox<T> request/reply", "[stress][mailbox]")
+{
+    const std::int64_t requests = Scaled(200000);
+    Mailbox<std::int64_t> in;
+    Mailbox<std::int64_t> out;
+    TC::Scheduler scheduler(2u);
+    auto service = scheduler.Start([&] {
+        for (std::int64_t r; (r = in.Take()) > 0;)
+            out.Put(r * 2);
+    });
+    std::int64_t sum = 0;
+    std::thread client([&] {
+        for (std::int64_t i = 1; i <= requests; ++i)
+        {
+            in.Put(i);
+            sum += out.Take();
+        }
+        in.Put(-1);
+    });
+    client.join();
+    service.Join();
+    CHECK(sum == requests * (requests + 1));
+}
+
+TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{16}})
+    {
+        INFO("capacity " << capacity);
+        const std::int64_t perProducer = Scaled(300000);
+        Channel<std::int64_t> channel(capacity);
+        std::atomic<std::int64_t> sum{0};
+        std::atomic<std::int64_t> count{0};
+        Waiters w;
+        auto producer = [&] {
+            for (std::int64_t i = 1; i <= perProducer; ++i)
+                channel.Send(i);
+        };
+        auto consumer = [&] {
+            std::int64_t local = 0, n = 0;
+            while (auto v = channel.Receive())
+            {
+                local += *v;
+                ++n;
+            }
+            sum += local;
+            count += n;
+        };
+        w.Start(WaiterKind::Task, producer, [] { return std::suspend_never{}; });
+        w.Start(WaiterKind::Thread, producer, [] { return std::suspend_never{}; });
+        CHECK(Eventually([] { return true; }));
+        w.Start(WaiterKind::Task, consumer, [] { return std::suspend_never{}; });
+        w.Start(WaiterKind::Task, consumer, [] { return std::suspend_never{}; });
+        w.Start(WaiterKind::Thread, consumer, [] { return std::suspend_never{}; });
+        struct Coro
+        {
+            static Fire Run(Waiters& w, Channel<std::int64_t>& ch, std::atomic<std::int64_t>& sum,
+                            std::atomic<std::int64_t>& count, std::atomic<bool>& done)
+            {
+                co_await w.GetScheduler().Schedule();
+                while (auto v = co_await ch.ReceiveAsync())
+                {
+                    sum += *v;
+                    count += 1;
+                }
+                done = true;
+            }
+        };
+        std::atomic<bool> coroDone{false};
+        Coro::Run(w, channel, sum, count, coroDone);
+        CHECK(w.WaitFinished(2, 120s)); // the producers
+        channel.Close();
+        CHECK(w.WaitFinished(5, 60s));
+        CHECK(Eventually([&] { return coroDone.load(); }, 60s));
+        CHECK(count == 2 * perProducer);
+        CHECK(sum == perProducer * (perProducer + 1));
+    }
+}
