@@ -23,7 +23,7 @@ namespace
 {
 constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
 constexpr std::size_t kStackCacheLimit = 16; // per worker; the rest goes to the shared pool
-constexpr unsigned kSpinIterations = 4000; // about 20 us of pause instructions
+constexpr std::int64_t kSpinNanoseconds = 20000; // an idle worker spins about 20 us, then sleeps
 
 std::size_t PageSize() noexcept
 {
@@ -303,9 +303,12 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
         }
         return 0;
     }
-    const bool globalFirst = --worker.fairnessCountdown == 0;
+    const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
     if (globalFirst)
+    {
         worker.fairnessCountdown = kFairnessInterval;
+        worker.preferShared = false;
+    }
     std::uintptr_t item = 0;
     for (std::size_t p = 0; p <= last; ++p)
     {
@@ -419,7 +422,10 @@ void SchedulerCore::Idle(Worker& worker)
     const IdlePolicy policy = options.idlePolicy;
     if (policy != IdlePolicy::Sleep)
     {
-        for (unsigned i = 0; policy != IdlePolicy::SpinThenSleep || i < kSpinIterations; ++i)
+        // Bounded by time, not by a count: a pause instruction lasts from 10 to 150 cycles
+        // depending on the processor.
+        const std::int64_t until = SteadyNowNanoseconds() + kSpinNanoseconds;
+        for (unsigned i = 1;; ++i)
         {
             if (HasQueuedWork(Priority::Normal) || exit_.load(std::memory_order_relaxed))
                 return;
@@ -427,6 +433,8 @@ void SchedulerCore::Idle(Worker& worker)
                 std::this_thread::yield();
             else
                 CpuRelax();
+            if (policy == IdlePolicy::SpinThenSleep && i % 32 == 0 && SteadyNowNanoseconds() >= until)
+                break;
         }
     }
     RegisterSleeper(worker.parker);
@@ -483,7 +491,16 @@ void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
     case PostSwitch::Requeue:
         try
         {
-            worker.postTarget->EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
+            if (worker.postTarget == worker.core)
+            {
+                // A yield: to the back of this worker's own queue, and the next pick looks at
+                // the shared queue first, so work submitted from elsewhere is not starved by
+                // tasks that keep yielding (the shared queue is FIFO only per producer).
+                worker.local[PriorityIndex(task->priority)].Push(reinterpret_cast<std::uintptr_t>(task));
+                worker.preferShared = true;
+            }
+            else
+                worker.postTarget->EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
         }
         catch (...)
         {
@@ -638,8 +655,11 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
         ReturnStack(stack);
         throw std::length_error("TC::Scheduler::Start: the callable does not fit on the task's stack");
     }
+#if TC_CHECKED
+    // Checked builds only: writing it touches the stack's lowest page.
     if (stack.guard == StackGuard::None)
         std::memcpy(base, &kStackCanary, sizeof kStackCanary);
+#endif
     task->scheduler = this;
     task->body = &body;
     task->callable = reinterpret_cast<void*>(callable);
@@ -682,13 +702,19 @@ void SchedulerCore::FinishTask(Task* task) noexcept
 {
     DestroyContext(task->context);
     live.fetch_sub(1, std::memory_order_acq_rel);
-    ReleaseTask(task);
+    ReleaseTaskReference(task);
 }
 
-void SchedulerCore::ReleaseTask(Task* task) noexcept
+void ReleaseTaskReference(Task* task) noexcept
 {
-    if (task->references.fetch_sub(1, std::memory_order_acq_rel) != 1)
-        return;
+    // Read the scheduler only once the last reference is ours: until the task has finished,
+    // MoveCurrentTaskTo may still change it.
+    if (task->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        task->scheduler->FreeTask(task);
+}
+
+void SchedulerCore::FreeTask(Task* task) noexcept
+{
     StackMemory stack = task->stack;
     task->~Task();
     ReturnStack(stack);
@@ -806,6 +832,8 @@ PumpResult Scheduler::RunPending(std::size_t maxTasks, Priority lowest)
 PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 {
     core_->CheckHostThread(false);
+    if (core_->QueuedApprox(&core_->HostWorker(), lowest) == 0)
+        return PumpResult{0, 0, budget}; // an idle turn reads no clock
     const std::int64_t now = SteadyNowNanoseconds();
     const std::int64_t deadline
         = budget.IsInfinite() ? INT64_MAX : now + std::max<std::int64_t>(budget.Nanoseconds(), 1);
@@ -901,7 +929,7 @@ void JoinHandle::Join()
     }
     std::exception_ptr error = std::move(task->error);
     task_ = nullptr;
-    task->scheduler->ReleaseTask(task);
+    ReleaseTaskReference(task);
     if (error)
         std::rethrow_exception(error);
 }
@@ -919,7 +947,7 @@ void JoinHandle::Detach() noexcept
         if (task->error)
             DetachedTaskFailed(task);
     }
-    task->scheduler->ReleaseTask(task);
+    ReleaseTaskReference(task);
 }
 
 bool JoinHandle::IsFinished() const noexcept

@@ -50,6 +50,7 @@ struct Worker
     Task* postTask = nullptr;
     SchedulerCore* postTarget = nullptr;
     unsigned fairnessCountdown = kFairnessInterval;
+    bool preferShared = false; // set by a yield: the next pick looks at the shared queue first
     std::uint64_t shuffleState = 0;     // host pumps with SchedulerOptions::shuffleSeed
     std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
     Parker parker;
@@ -95,9 +96,9 @@ public:
     // the shared queue.
     Task* TryDequeueLocalTask(Worker& worker) noexcept
     {
-        if (--worker.fairnessCountdown == 0)
+        if (--worker.fairnessCountdown == 0 || worker.preferShared)
         {
-            worker.fairnessCountdown = kFairnessInterval;
+            worker.fairnessCountdown = 1; // the loop's next pick then looks at the shared queue
             return nullptr;
         }
         for (LocalQueue& queue : worker.local)
@@ -138,7 +139,7 @@ public:
     void FreeUnstartedTask(Task* task) noexcept;
     void Launch(Task* task) noexcept;
     void FinishTask(Task* task) noexcept;
-    void ReleaseTask(Task* task) noexcept;
+    void FreeTask(Task* task) noexcept; // the last reference is gone
 
     void Shutdown();
     std::atomic<bool> shutdownRequested{false};
@@ -177,6 +178,9 @@ inline void AfterSwitchIn() noexcept
     if (worker.post != PostSwitch::None)
         worker.core->RunPostSwitch(worker, thread);
 }
+
+// Drops one of a task's two references (its own, its JoinHandle's); the last frees it.
+void ReleaseTaskReference(Task* task) noexcept;
 
 // The task running on this thread, or nullptr.
 Task* CurrentTask() noexcept;

@@ -109,7 +109,9 @@ public:
                 {
                     node.child = node.sibling = node.prev = nullptr;
                     root_ = Meld(root_, &node);
-                    notify = root_ == &node;
+                    // Only a deadline earlier than the one the timer thread sleeps until needs
+                    // it awake; so re-arming after a cancelled wait usually wakes nobody.
+                    notify = node.deadline < sleepingUntil_;
                 }
                 const std::uint32_t desired = (state & ~kTimerArming) | (resumed ? 0 : kTimerArmed);
                 // A ResumeTask may set kTimerResumed concurrently (it does not take the lock).
@@ -203,13 +205,17 @@ private:
         {
             if (!root_)
             {
+                sleepingUntil_ = INT64_MAX;
                 wake_.wait(lock);
+                sleepingUntil_ = INT64_MIN; // awake: it looks at the heap before sleeping again
                 continue;
             }
             const std::int64_t now = SteadyNowNanoseconds();
             if (root_->deadline > now)
             {
+                sleepingUntil_ = root_->deadline;
                 wake_.wait_for(lock, std::chrono::nanoseconds(root_->deadline - now));
+                sleepingUntil_ = INT64_MIN;
                 continue;
             }
             TimerNode& node = *root_;
@@ -260,6 +266,7 @@ private:
     std::mutex lock_;
     std::condition_variable wake_;
     TimerNode* root_ = nullptr;
+    std::int64_t sleepingUntil_ = INT64_MAX; // guarded by lock_; INT64_MIN while awake
     bool stop_ = false;
     std::atomic<bool> enabled_{false};
     std::thread thread_;

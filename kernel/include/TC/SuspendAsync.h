@@ -12,6 +12,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace TC
 {
@@ -37,7 +38,9 @@ void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> ha
 template <class Promise>
 std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> handle) noexcept
 {
-    if constexpr (requires(const Promise& p) {
+    if constexpr (std::is_void_v<Promise>)
+        return nullptr; // a type-erased handle names no promise
+    else if constexpr (requires(const Promise& p) {
                       { p.UnownedRoot() } -> std::convertible_to<std::coroutine_handle<>>;
                   })
         return handle.promise().UnownedRoot();
