@@ -39,7 +39,13 @@ if(TC_SANITIZER_FLAGS)
 endif()
 
 if(TC_CHECKED STREQUAL "default")
-  set(TC_CHECKED_DEFINE $<IF:$<CONFIG:Debug>,1,0>)
+  # Resolved here, not with $<CONFIG>: the value is exported with the package, and a consumer's
+  # own build type must not change what the installed library was built with.
+  if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+    set(TC_CHECKED_DEFINE 1)
+  else()
+    set(TC_CHECKED_DEFINE 0)
+  endif()
 elseif(TC_CHECKED)
   set(TC_CHECKED_DEFINE 1)
 else()

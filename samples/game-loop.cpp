@@ -7,6 +7,7 @@
 // order; it exits non-zero if anything is off.
 
 #include <TC/Core.h>
+#include <TC/Synchronization/AutoResetEvent_s.h>
 #include <TC/Synchronization/Future.h>
 
 #include <algorithm>
@@ -38,9 +39,10 @@ constexpr int kEntities = 8192;
 constexpr int kChunks = 8;
 constexpr int kChunkSize = kEntities / kChunks;
 constexpr float kDt = 1.0f / 240.0f;
-constexpr auto kTick = 4ms;          // fixed step: one frame every 4 ms
-constexpr auto kSlice = 500us;       // how long the host runs work before looking up again
-constexpr int kStreamEvery = 30;     // a streaming request every 30 frames
+constexpr auto kTick = 4ms;      // fixed step: one frame every 4 ms
+constexpr auto kSlice = 500us;   // how long the host runs work before looking up again
+constexpr int kStreamEvery = 30; // a streaming request every 30 frames
+constexpr int kLongJobUnits = 8; // units of the long job per frame
 
 int failures = 0;
 
@@ -147,7 +149,8 @@ thread_local const char* currentZone = nullptr;
 TC::SchedulerHooks MakeHooks(Profiler& profiler)
 {
     TC::SchedulerHooks hooks;
-    hooks.threadStart = [&profiler](unsigned workerIndex) {
+    hooks.threadStart = [&profiler](unsigned workerIndex)
+    {
         const std::string name = "sim-worker-" + std::to_string(workerIndex);
         pthread_setname_np(pthread_self(), name.c_str());
 #if defined(__SSE__)
@@ -156,13 +159,15 @@ TC::SchedulerHooks MakeHooks(Profiler& profiler)
         ++profiler.threadsStarted;
     };
     hooks.threadStop = [&profiler](unsigned) { ++profiler.threadsStopped; };
-    hooks.taskEnter = [&profiler](TC::TaskHandle, const char* name) {
+    hooks.taskEnter = [&profiler](TC::TaskHandle, const char* name)
+    {
         if (currentZone != nullptr)
             ++profiler.unpaired;
         currentZone = name; // TracyFiberEnter(name)
         ++profiler.enters;
     };
-    hooks.taskLeave = [&profiler](TC::TaskHandle, const char* name) {
+    hooks.taskLeave = [&profiler](TC::TaskHandle, const char* name)
+    {
         if (currentZone != name)
             ++profiler.unpaired;
         currentZone = nullptr; // TracyFiberLeave
@@ -196,7 +201,8 @@ auto Async(TC::Scheduler& scheduler, F work, TC::TaskOptions options)
     Future<R> future = promise.GetFuture();
     scheduler
         .Start(
-            [work = std::move(work), promise = std::move(promise)]() mutable {
+            [work = std::move(work), promise = std::move(promise)]() mutable
+            {
                 try
                 {
                     promise.SetValue(work());
@@ -242,6 +248,7 @@ struct Game
     int misplaced = 0;  // host-pinned work seen on another thread
     int outOfOrder = 0; // chunk results for the wrong frame or slot
     // Touched by the workers.
+    TC::Synchronization::AutoResetEvent_s frameStarted; // paces the long job
     std::atomic<int> onMainByMistake{0};
     std::atomic<long> longJobUnits{0};
     bool OnHost() const { return ThisThreadId() == mainThread; }
@@ -286,9 +293,10 @@ void RunFrame(Game& game, int frame)
 {
     std::vector<Future<ChunkResult>> parts;
     for (int chunk = 0; chunk < kChunks; ++chunk)
-        parts.push_back(Async(
-            game.workers, [&world = game.world, frame, chunk] { return SimulateChunk(world, frame, chunk); },
-            {.name = "simulate", .priority = TC::Priority::High}));
+        parts.push_back(Async(game.workers,
+                              [&world = game.world, frame, chunk]
+                              { return SimulateChunk(world, frame, chunk); },
+                              {.name = "simulate", .priority = TC::Priority::High}));
 
     std::vector<ChunkResult> results;
     for (Future<ChunkResult>& part : parts)
@@ -307,27 +315,33 @@ void RunFrame(Game& game, int frame)
     }
     game.appliedFrames.push_back(frame);
 
-    game.workers.Start([&game, frame, v = std::move(results[0].velocity)]() mutable {
-        Telemetry(game, frame, std::move(v));
-    }, {.name = "telemetry", .priority = TC::Priority::Normal}).Detach();
+    game.workers
+        .Start([&game, frame, v = std::move(results[0].velocity)]() mutable
+               { Telemetry(game, frame, std::move(v)); },
+               {.name = "telemetry", .priority = TC::Priority::Normal})
+        .Detach();
     if (frame % kStreamEvery == 0)
         StreamAsset(game, frame);
 }
 // [/guide:fan-out]
 
 // [guide:shutdown]
-// A long background job: it runs in small units, lets other work through between them, and
-// polls the shutdown request so the game can stop it at any point.
+// A long background job that lives as long as the game: each frame it does a few units of work,
+// letting other work through between them, and it polls the shutdown request so the game can
+// stop it at any point. Between frames it waits (suspended: no worker is held).
 void LongJob(Game& game)
 {
     std::vector<float> scratch(1024, 1.0f);
     while (!TC::ShutdownRequested())
     {
-        for (int pass = 0; pass < 32; ++pass) // one unit: some tens of microseconds
+        game.frameStarted.Wait();
+        for (int unit = 0; unit < kLongJobUnits && !TC::ShutdownRequested(); ++unit)
+        {
             for (float& s : scratch)
                 s = s * 0.999f + 0.001f;
-        ++game.longJobUnits;
-        TC::YieldTask(); // queued frame work (High) goes first on this worker
+            ++game.longJobUnits;
+            TC::YieldTask(); // queued frame work (High) goes first on this worker
+        }
     }
 }
 // [/guide:shutdown]
@@ -380,19 +394,22 @@ int main()
         }
         const World initial = game.world;
 
-        TC::JoinHandle longJob = workers.Start([&game] { LongJob(game); },
-                                               {.name = "long-job", .stackSize = TC::StackSize::Large});
+        TC::JoinHandle longJob = workers.Start(
+            [&game] { LongJob(game); }, {.name = "long-job", .stackSize = TC::StackSize::Large});
 
         // [guide:frame-loop]
         for (int frame = 0; frame < kFrames; ++frame)
         {
             const auto frameStart = Clock::now();
+            game.frameStarted.Set();
             bool applied = false;
-            host.Start([&game, frame, &applied] {
-                    RunFrame(game, frame);
-                    applied = true;
-                },
-                {.name = "frame", .priority = TC::Priority::High})
+            host.Start(
+                    [&game, frame, &applied]
+                    {
+                        RunFrame(game, frame);
+                        applied = true;
+                    },
+                    {.name = "frame", .priority = TC::Priority::High})
                 .Detach();
 
             // This frame's work first, High only, in slices (input or rendering could go between).
@@ -406,7 +423,8 @@ int main()
                 if (host.RunFor(kSlice, TC::Priority::Normal).ran == 0)
                     host.WaitForWork(kSlice);
             }
-            frameMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
+            frameMs.push_back(
+                std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
 
             // The rest of the tick goes to background work; with none, the host sleeps.
             const auto nextTick = frameStart + kTick;
@@ -421,12 +439,13 @@ int main()
         // [guide:drain]
         // Stop the long job, then let in-flight background work land before checking it.
         workers.RequestShutdown();
-        longJob.Join(); // a wait on the host thread keeps pumping the host scheduler
+        game.frameStarted.Set(); // in case the long job waits for a frame
+        longJob.Join();          // a wait on the host thread keeps pumping the host scheduler
         const auto drainUntil = Clock::now() + 5s;
         const int expectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
-        while ((game.telemetryFrames.size() < kFrames
-                || game.streamedAssets.size() < static_cast<std::size_t>(expectedAssets))
-               && Clock::now() < drainUntil)
+        while ((game.telemetryFrames.size() < kFrames ||
+                game.streamedAssets.size() < static_cast<std::size_t>(expectedAssets)) &&
+               Clock::now() < drainUntil)
         {
             if (host.RunUntilIdle().ran == 0)
                 host.WaitForWork(1ms);
@@ -476,9 +495,11 @@ int main()
     const double total = std::chrono::duration<double>(Clock::now() - programStart).count();
     std::printf("game-loop: %d frames of %d entities in %d chunks, tick %lld ms, %.2f s in all\n",
                 kFrames, kEntities, kChunks, static_cast<long long>(kTick.count()), total);
-    std::printf("frame time (start to results applied), ms: min %.3f  median %.3f  p99 %.3f  max %.3f\n",
-                sorted.front(), Percentile(sorted, 0.5), Percentile(sorted, 0.99), sorted.back());
-    std::printf("tasks entered %ld times; long-job units %ld\n", profiler.enters.load(), longJobUnits);
+    std::printf(
+        "frame time (start to results applied), ms: min %.3f  median %.3f  p99 %.3f  max %.3f\n",
+        sorted.front(), Percentile(sorted, 0.5), Percentile(sorted, 0.99), sorted.back());
+    std::printf("tasks entered %ld times; long-job units %ld\n", profiler.enters.load(),
+                longJobUnits);
     if (failures != 0)
     {
         std::printf("game-loop: %d check(s) FAILED\n", failures);

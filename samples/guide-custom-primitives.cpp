@@ -30,7 +30,10 @@ void Load(Part& part) noexcept
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 #endif
 
+// The guide block stays exactly as the guide prints it.
+// clang-format off
 // guide: begin
+// [guide:mailbox]
 // Holds one int (0 means empty) for one waiting task. Put may be called from any
 // thread.
 class Mailbox : private TC::ISuspendCallback
@@ -88,6 +91,9 @@ private:
     std::atomic<TC::SuspendedTask> waiter_{nullptr};
 };
 
+// [/guide:mailbox]
+
+// [guide:using-mailbox]
 // A service task: answers requests until it receives a negative one. Values must
 // not be 0, which is the mailbox's "empty".
 void Serve(Mailbox& requests, Mailbox& replies) noexcept
@@ -103,6 +109,9 @@ int Ask(Mailbox& requests, Mailbox& replies, int request) noexcept
     return replies.Take();
 }
 
+// [/guide:using-mailbox]
+
+// [guide:latch]
 // Opens once CountDown has been called count times; any number of tasks may wait.
 // Waitable supplies Wait(): it calls TryWait, suspends if that fails, and re-checks
 // after the task has been published (then it calls Resume).
@@ -132,6 +141,9 @@ private:
     std::atomic<std::size_t> count_;
 };
 
+// [/guide:latch]
+
+// [guide:latch-use]
 // Each worker prepares its part and counts the latch down.
 void PreparePart(Latch& prepared, Part& part) noexcept
 {
@@ -148,7 +160,9 @@ int TotalSize(Latch& prepared, std::span<const Part> parts) noexcept
         total += part.size;
     return total;
 }
+// [/guide:latch-use]
 // guide: end
+// clang-format on
 
 int main()
 {
@@ -162,11 +176,13 @@ int main()
         Mailbox replies;
         long long sum = 0;
         auto service = scheduler.Start([&] { Serve(requests, replies); });
-        auto client = scheduler.Start([&] {
-            for (int i = 1; i <= 10000; ++i)
-                sum += Ask(requests, replies, i);
-            requests.Put(-1); // stops the service
-        });
+        auto client = scheduler.Start(
+            [&]
+            {
+                for (int i = 1; i <= 10000; ++i)
+                    sum += Ask(requests, replies, i);
+                requests.Put(-1); // stops the service
+            });
         client.Join();
         service.Join();
         std::printf("mailbox:  sum %lld\n", sum);
@@ -177,10 +193,14 @@ int main()
     {
         Mailbox silent;
         bool timedOut = false;
-        scheduler.Start([&] {
-            int value = 0;
-            timedOut = !silent.Take(value, 20ms);
-        }).Join();
+        scheduler
+            .Start(
+                [&]
+                {
+                    int value = 0;
+                    timedOut = !silent.Take(value, 20ms);
+                })
+            .Join();
         std::printf("timeout:  %s\n", timedOut ? "timed out" : "got a value");
         ok = ok && timedOut;
     }
@@ -192,10 +212,12 @@ int main()
         std::atomic<int> agreeing{0};
         std::vector<TC::JoinHandle> tasks;
         for (int w = 0; w < 3; ++w)
-            tasks.push_back(scheduler.Start([&] {
-                if (TotalSize(prepared, parts) == 828)
-                    agreeing.fetch_add(1);
-            }));
+            tasks.push_back(scheduler.Start(
+                [&]
+                {
+                    if (TotalSize(prepared, parts) == 828)
+                        agreeing.fetch_add(1);
+                }));
         for (Part& part : parts)
             tasks.push_back(scheduler.Start([&prepared, &part] { PreparePart(prepared, part); }));
         for (TC::JoinHandle& task : tasks)

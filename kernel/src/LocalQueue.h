@@ -12,6 +12,14 @@ namespace TC::detail
 class LocalQueue
 {
 public:
+    // Room for `capacity` items up front (rounded to a power of two), so a worker's first
+    // bursts do not allocate either.
+    void Reserve(std::size_t capacity)
+    {
+        while (capacity_ < capacity)
+            Grow();
+    }
+
     bool IsEmpty() const noexcept { return head_ == tail_; }
     std::size_t Size() const noexcept { return tail_ - head_; }
 

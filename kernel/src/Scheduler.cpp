@@ -156,6 +156,8 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
         // A host pump returns to its loop after every task so it can check its budget.
         worker->directSwitch = options.workerCount > 0;
         worker->stackCache.reserve(kStackCacheLimit);
+        for (LocalQueue& queue : worker->local)
+            queue.Reserve(1024);
         if (options.workerCount == 0)
             worker->shuffleState = options.shuffleSeed;
         workers_.push_back(std::move(worker));

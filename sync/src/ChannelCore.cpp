@@ -64,8 +64,7 @@ struct ChannelCore::Queues
 
 ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity)
     : queues_(std::make_unique<Queues>()),
-      slotSize_((slotSize + slotAlign - 1) / slotAlign * slotAlign),
-      slotAlign_(slotAlign),
+      slotSize_((slotSize + slotAlign - 1) / slotAlign * slotAlign), slotAlign_(slotAlign),
       bounded_(capacity != 0)
 {
     if (bounded_)
@@ -73,7 +72,7 @@ ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_
         if (capacity > UINT32_MAX)
             throw std::length_error("Channel capacity above 2^32 - 1");
         queues_->chunks[0] = static_cast<std::byte*>(
-            ::operator new(slotSize_ * capacity, std::align_val_t(slotAlign_)));
+            ::operator new(slotSize_* capacity, std::align_val_t(slotAlign_)));
         queues_->chunkCount = 1;
         queues_->slotCount = capacity;
         std::vector<std::uint32_t> indices(capacity);
@@ -132,7 +131,7 @@ void* ChannelCore::TakeFreeSlot(std::uint32_t& index)
         throw std::length_error("Channel holds more than 2^32 - 1 values");
     std::vector<std::uint32_t> indices(static_cast<std::size_t>(slots - 1));
     auto* memory = static_cast<std::byte*>(
-        ::operator new(slotSize_ * static_cast<std::size_t>(slots), std::align_val_t(slotAlign_)));
+        ::operator new(slotSize_* static_cast<std::size_t>(slots), std::align_val_t(slotAlign_)));
     queues_->chunks[chunk] = memory;
     queues_->chunkCount = chunk + 1;
     queues_->slotCount = first + slots;

@@ -39,9 +39,9 @@ void Mutex::LockOrEnqueue(detail::WaitNode* node) noexcept
                 continue;
             }
             // relaxed: kContended only tells unlock to take the spinlock, which orders the rest.
-            if (state == kLocked
-                && !state_.compare_exchange_weak(state, kContended, std::memory_order_relaxed,
-                                                 std::memory_order_relaxed))
+            if (state == kLocked &&
+                !state_.compare_exchange_weak(state, kContended, std::memory_order_relaxed,
+                                              std::memory_order_relaxed))
                 continue;
             list_.PushBack(node);
             return; // the node is the queue's now; the guard unlocks

@@ -10,35 +10,12 @@ namespace TC::Synchronization::detail
 {
 namespace
 {
-// A converted thread spins this many rounds for a permit before it sleeps: a futex sleep and
-// wake cost microseconds, and a producer/consumer pair on two threads would otherwise pay them
-// for every value a bounded channel frees. A task never spins: it would hold up the other tasks
-// of its worker, and suspending it costs a context switch only.
-constexpr int kThreadSpins = 256;
-
 constexpr auto kAcquired = static_cast<std::uint32_t>(AcquireResult::Acquired);
 constexpr auto kClosed = static_cast<std::uint32_t>(AcquireResult::Closed);
 } // namespace
 
-bool SemaphoreCore::SpinForPermit() noexcept
-{
-    if (IsInsideTask())
-        return false;
-    for (int i = 0; i < kThreadSpins; ++i)
-    {
-        if (TryAcquire())
-            return true;
-        if (closed_.load(std::memory_order_relaxed)) // a hint; Ready re-checks with seq_cst
-            return false;
-        CpuRelax();
-    }
-    return false;
-}
-
 AcquireResult SemaphoreCore::Acquire()
 {
-    if (SpinForPermit())
-        return AcquireResult::Acquired;
     Node node(*this);
     if (Ready(node))
         return AcquireResult(node.status);
@@ -48,8 +25,6 @@ AcquireResult SemaphoreCore::Acquire()
 
 AcquireResult SemaphoreCore::Acquire(Duration timeout)
 {
-    if (SpinForPermit())
-        return AcquireResult::Acquired;
     Node node(*this);
     if (Ready(node))
         return AcquireResult(node.status);

@@ -53,14 +53,16 @@ TEST_CASE("resolve/wait race: converted thread waiters", "[future][stress]")
     std::atomic<std::uint64_t> ready{0};
     std::atomic<std::uint64_t> consumed{0};
     std::uint64_t errors = 0;
-    std::thread producer([&] {
-        for (std::uint64_t b = 1; b <= batches; ++b)
+    std::thread producer(
+        [&]
         {
-            SpinUntil(ready, b);
-            for (std::size_t i = 0; i < kBatch; ++i)
-                batch.promises[i].SetValue(b * kBatch + i);
-        }
-    });
+            for (std::uint64_t b = 1; b <= batches; ++b)
+            {
+                SpinUntil(ready, b);
+                for (std::size_t i = 0; i < kBatch; ++i)
+                    batch.promises[i].SetValue(b * kBatch + i);
+            }
+        });
     for (std::uint64_t b = 1; b <= batches; ++b)
     {
         SpinUntil(consumed, b - 1);
@@ -90,13 +92,15 @@ TEST_CASE("resolve/wait race: ping-pong between two threads", "[future][stress]"
         pongF.push_back(pong[i].GetFuture());
     }
     std::uint64_t errors = 0;
-    std::thread other([&] {
-        for (std::uint64_t i = 0; i < rounds; ++i)
+    std::thread other(
+        [&]
         {
-            const std::uint64_t v = pingF[i].Wait();
-            pong[i].SetValue(v + 1);
-        }
-    });
+            for (std::uint64_t i = 0; i < rounds; ++i)
+            {
+                const std::uint64_t v = pingF[i].Wait();
+                pong[i].SetValue(v + 1);
+            }
+        });
     for (std::uint64_t i = 0; i < rounds; ++i)
     {
         ping[i].SetValue(i * 2);
@@ -121,18 +125,22 @@ TEST_CASE("resolve/wait race: task waiters on two workers", "[future][stress]")
         pongF.push_back(pong[i].GetFuture());
     }
     std::atomic<std::uint64_t> errors{0};
-    auto a = scheduler.Start([&] {
-        for (std::uint64_t i = 0; i < rounds; ++i)
+    auto a = scheduler.Start(
+        [&]
         {
-            ping[i].SetValue(i);
-            if (pongF[i].Wait() != i + 1)
-                ++errors;
-        }
-    });
-    auto b = scheduler.Start([&] {
-        for (std::uint64_t i = 0; i < rounds; ++i)
-            pong[i].SetValue(pingF[i].Wait() + 1);
-    });
+            for (std::uint64_t i = 0; i < rounds; ++i)
+            {
+                ping[i].SetValue(i);
+                if (pongF[i].Wait() != i + 1)
+                    ++errors;
+            }
+        });
+    auto b = scheduler.Start(
+        [&]
+        {
+            for (std::uint64_t i = 0; i < rounds; ++i)
+                pong[i].SetValue(pingF[i].Wait() + 1);
+        });
     a.Join();
     b.Join();
     CHECK(errors == 0);
@@ -155,20 +163,23 @@ TEST_CASE("resolve/wait race: a coroutine and a task ping-pong", "[future][stres
     Promise<void> done;
     Future<void> doneFuture = done.GetFuture();
     [](TC::Scheduler& s, std::vector<Future<std::uint64_t>>& in,
-       std::vector<Promise<std::uint64_t>>& out, Promise<void> finished) -> Detached {
+       std::vector<Promise<std::uint64_t>>& out, Promise<void> finished) -> Detached
+    {
         co_await s.Schedule();
         for (std::uint64_t i = 0; i < in.size(); ++i)
             out[i].SetValue(co_await in[i] + 1);
         finished.SetValue();
     }(scheduler, pingF, pong, std::move(done));
-    auto task = scheduler.Start([&] {
-        for (std::uint64_t i = 0; i < rounds; ++i)
+    auto task = scheduler.Start(
+        [&]
         {
-            ping[i].SetValue(i);
-            if (pongF[i].Wait() != i + 1)
-                ++errors;
-        }
-    });
+            for (std::uint64_t i = 0; i < rounds; ++i)
+            {
+                ping[i].SetValue(i);
+                if (pongF[i].Wait() != i + 1)
+                    ++errors;
+            }
+        });
     task.Join();
     doneFuture.Wait();
     CHECK(errors == 0);
@@ -182,14 +193,16 @@ TEST_CASE("resolve/attach race: Then against SetValue", "[future][stress][then]"
     std::atomic<std::uint64_t> ready{0};
     std::atomic<std::uint64_t> consumed{0};
     std::uint64_t errors = 0;
-    std::thread producer([&] {
-        for (std::uint64_t b = 1; b <= batches; ++b)
+    std::thread producer(
+        [&]
         {
-            SpinUntil(ready, b);
-            for (std::size_t i = 0; i < kBatch; ++i)
-                batch.promises[i].SetValue(i);
-        }
-    });
+            for (std::uint64_t b = 1; b <= batches; ++b)
+            {
+                SpinUntil(ready, b);
+                for (std::size_t i = 0; i < kBatch; ++i)
+                    batch.promises[i].SetValue(i);
+            }
+        });
     for (std::uint64_t b = 1; b <= batches; ++b)
     {
         SpinUntil(consumed, b - 1);

@@ -125,10 +125,12 @@ TEST_CASE("Then flattens a returned Future: T -> Future<U>", "[future][then]")
     auto [future, promise] = MakeFuture<int>();
     if (outer == Order::ResolveThenAttach)
         promise.SetValue(3);
-    Future<std::string> next = future.Then([&innerFuture](int v) {
-        CHECK(v == 3);
-        return std::move(innerFuture);
-    });
+    Future<std::string> next = future.Then(
+        [&innerFuture](int v)
+        {
+            CHECK(v == 3);
+            return std::move(innerFuture);
+        });
     if (outer == Order::AttachThenResolve)
         promise.SetValue(3);
     if (inner == Order::AttachThenResolve)
@@ -140,7 +142,8 @@ TEST_CASE("Then flattens a returned Future: T -> Future<U>", "[future][then]")
     CHECK(next.Wait() == "inner");
 }
 
-TEST_CASE("Then flattens: void -> Future<void>, and exceptions from the inner future", "[future][then]")
+TEST_CASE("Then flattens: void -> Future<void>, and exceptions from the inner future",
+          "[future][then]")
 {
     Promise<void> innerPromise;
     Future<void> innerFuture = innerPromise.GetFuture();
@@ -175,10 +178,12 @@ TEST_CASE("Then passes exceptions on and catches what f throws", "[future][then]
     {
         auto [future, promise] = MakeFuture<int>();
         bool called = false;
-        Future<int> next = future.Then([&called](int v) {
-            called = true;
-            return v;
-        });
+        Future<int> next = future.Then(
+            [&called](int v)
+            {
+                called = true;
+                return v;
+            });
         promise.SetException(std::make_exception_ptr(std::logic_error("boom")));
         CHECK_THROWS_AS(next.Wait(), std::logic_error);
         CHECK_FALSE(called);
@@ -195,9 +200,9 @@ TEST_CASE("Then passes exceptions on and catches what f throws", "[future][then]
         Future<int> next;
         {
             Promise<int> promise;
-            next = promise.GetFuture().Then([](int v) { return v + 1; }).Then([](int v) {
-                return v * 2;
-            });
+            next = promise.GetFuture()
+                       .Then([](int v) { return v + 1; })
+                       .Then([](int v) { return v * 2; });
         }
         try
         {
@@ -223,10 +228,12 @@ TEST_CASE("a long chain resolves in a loop, not by recursion", "[future][then]")
     Future<int> tail = std::move(future);
     Promise<int> flattenInner;
     Future<int> flattenFuture = flattenInner.GetFuture();
-    tail = tail.Then([&flattenFuture](int v) {
-        (void)v;
-        return std::move(flattenFuture);
-    });
+    tail = tail.Then(
+        [&flattenFuture](int v)
+        {
+            (void)v;
+            return std::move(flattenFuture);
+        });
     for (int i = 0; i < kLength; ++i)
         tail = tail.Then([](int v) { return v + 1; });
     promise.SetValue(0);
@@ -264,10 +271,12 @@ TEST_CASE("Wait rethrows SetException and reports a broken promise", "[future][e
     SECTION("broken promise wakes a waiting thread")
     {
         auto [future, promise] = MakeFuture<int>();
-        std::thread breaker([p = std::move(promise)]() mutable {
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            Promise<int> gone = std::move(p);
-        });
+        std::thread breaker(
+            [p = std::move(promise)]() mutable
+            {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                Promise<int> gone = std::move(p);
+            });
         CHECK_THROWS_AS(future.Wait(), std::future_error);
         breaker.join();
     }
@@ -344,10 +353,12 @@ TEST_CASE("resolving after the Future is gone drops the value", "[future][lifeti
     {
         int calls = 0;
         auto [future, promise] = MakeFuture<Tracked>();
-        (void)future.Then([&calls](Tracked t) {
-            ++calls;
-            return Tracked(t.value + 1);
-        });
+        (void)future.Then(
+            [&calls](Tracked t)
+            {
+                ++calls;
+                return Tracked(t.value + 1);
+            });
         promise.SetValue(1);
         CHECK(calls == 1);
     }
@@ -366,13 +377,15 @@ TEST_CASE("resolving after the Future is gone drops the value", "[future][lifeti
                 futures.push_back(promises.back().GetFuture());
             }
             std::atomic<bool> go{false};
-            std::thread resolver([&] {
-                while (!go.load(std::memory_order_acquire))
+            std::thread resolver(
+                [&]
                 {
-                }
-                for (auto& p : promises)
-                    p.SetValue(1);
-            });
+                    while (!go.load(std::memory_order_acquire))
+                    {
+                    }
+                    for (auto& p : promises)
+                        p.SetValue(1);
+                });
             go.store(true, std::memory_order_release);
             for (auto& f : futures)
                 f = Future<Tracked>();
@@ -389,10 +402,12 @@ TEST_CASE("Wait from a task, resolved by another task", "[future][wait]")
     auto [future, promise] = MakeFuture<int>();
     std::atomic<int> got{0};
     auto waiter = scheduler.Start([&got, f = std::move(future)]() mutable { got = f.Wait(); });
-    auto resolver = scheduler.Start([p = std::move(promise)]() mutable {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        p.SetValue(17);
-    });
+    auto resolver = scheduler.Start(
+        [p = std::move(promise)]() mutable
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            p.SetValue(17);
+        });
     waiter.Join();
     resolver.Join();
     CHECK(got == 17);
@@ -402,10 +417,12 @@ TEST_CASE("Wait from a converted thread, resolved by a task", "[future][wait]")
 {
     TC::Scheduler scheduler(1);
     auto [future, promise] = MakeFuture<std::string>();
-    auto resolver = scheduler.Start([p = std::move(promise)]() mutable {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        p.SetValue("from a task");
-    });
+    auto resolver = scheduler.Start(
+        [p = std::move(promise)]() mutable
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            p.SetValue("from a task");
+        });
     CHECK(future.Wait() == "from a task");
     resolver.Join();
 }
@@ -417,7 +434,8 @@ TEST_CASE("co_await from a coroutine on a worker scheduler", "[future][coroutine
     Promise<int> done;
     Future<int> doneFuture = done.GetFuture();
     std::atomic<bool> onWorker{false};
-    [](TC::Scheduler& s, Future<int> f, Promise<int> out, std::atomic<bool>& flag) -> Detached {
+    [](TC::Scheduler& s, Future<int> f, Promise<int> out, std::atomic<bool>& flag) -> Detached
+    {
         co_await s.Schedule();
         const int v = co_await f;
         flag = TC::Scheduler::Current() == &s;
@@ -433,7 +451,8 @@ TEST_CASE("co_await a ready Future and a failed one", "[future][coroutine]")
 {
     int got = 0;
     bool threw = false;
-    [](int& out, bool& failed) -> Detached {
+    [](int& out, bool& failed) -> Detached
+    {
         out = co_await Future<int>::FromValue(3);
         try
         {
@@ -454,7 +473,8 @@ TEST_CASE("co_await resumes inline on the resolving thread when there is no exec
     auto [future, promise] = MakeFuture<int>();
     std::thread::id resumedOn;
     int got = 0;
-    [](Future<int> f, int& out, std::thread::id& where) -> Detached {
+    [](Future<int> f, int& out, std::thread::id& where) -> Detached
+    {
         out = co_await f;
         where = TC::Testing::ThisThreadId();
     }(std::move(future), got, resumedOn);
@@ -477,15 +497,16 @@ TEST_CASE("WaitFor times out, then Wait still gets the value", "[future][timeout
     CHECK(future.Valid());
 
     TC::Scheduler scheduler(1);
-    auto timedInTask = scheduler.Start([&future] {
-        CHECK_FALSE(future.WaitFor(std::chrono::milliseconds(5)));
-    });
+    auto timedInTask =
+        scheduler.Start([&future] { CHECK_FALSE(future.WaitFor(std::chrono::milliseconds(5))); });
     timedInTask.Join();
 
-    std::thread resolver([p = std::move(promise)]() mutable {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        p.SetValue(4);
-    });
+    std::thread resolver(
+        [p = std::move(promise)]() mutable
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            p.SetValue(4);
+        });
     CHECK(future.WaitFor(std::chrono::seconds(10)));
     CHECK(future.Wait() == 4);
     resolver.join();
@@ -506,10 +527,12 @@ TEST_CASE("Then continuations run on the resolving thread", "[future][then]")
 TEST_CASE("move-only values travel through Then", "[future][then]")
 {
     auto [future, promise] = MakeFuture<std::unique_ptr<int>>();
-    Future<std::unique_ptr<int>> next = future.Then([](std::unique_ptr<int> p) {
-        *p += 1;
-        return p;
-    });
+    Future<std::unique_ptr<int>> next = future.Then(
+        [](std::unique_ptr<int> p)
+        {
+            *p += 1;
+            return p;
+        });
     promise.SetValue(std::make_unique<int>(1));
     CHECK(*next.Wait() == 2);
 }

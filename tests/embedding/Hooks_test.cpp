@@ -43,17 +43,20 @@ thread_local TC::TaskHandle tlsEntered;
 TC::SchedulerHooks MakeHooks(HookLog& log)
 {
     TC::SchedulerHooks hooks;
-    hooks.threadStart = [&log](unsigned index) {
+    hooks.threadStart = [&log](unsigned index)
+    {
         std::lock_guard guard(log.lock);
         log.threadEvents.push_back("start " + std::to_string(index));
         log.startThread[index] = TC::Testing::ThisThreadId();
     };
-    hooks.threadStop = [&log](unsigned index) {
+    hooks.threadStop = [&log](unsigned index)
+    {
         std::lock_guard guard(log.lock);
         log.threadEvents.push_back("stop " + std::to_string(index));
         log.stopThread[index] = TC::Testing::ThisThreadId();
     };
-    hooks.taskEnter = [&log](TC::TaskHandle task, const char* name) {
+    hooks.taskEnter = [&log](TC::TaskHandle task, const char* name)
+    {
         if (tlsEntered || !task)
             ++log.mismatches;
         tlsEntered = task;
@@ -61,7 +64,8 @@ TC::SchedulerHooks MakeHooks(HookLog& log)
         std::lock_guard guard(log.lock);
         ++log.entersByName[name];
     };
-    hooks.taskLeave = [&log](TC::TaskHandle task, const char* name) {
+    hooks.taskLeave = [&log](TC::TaskHandle task, const char* name)
+    {
         if (tlsEntered != task)
             ++log.mismatches;
         tlsEntered = TC::TaskHandle();
@@ -96,14 +100,16 @@ TEST_CASE("hooks are called in matched pairs", "[hooks]")
         std::vector<TC::JoinHandle> sims;
         for (int i = 0; i < kSims; ++i)
             sims.push_back(workers.Start(
-                [f = promises[i].GetFuture(), i, &failures]() mutable {
+                [f = promises[i].GetFuture(), i, &failures]() mutable
+                {
                     TC::YieldTask();
                     if (f.Wait() != i) // suspends, resumes: another enter/leave pair
                         ++failures;
                 },
                 {.name = kSimName}));
         auto mover = workers.Start(
-            [&] {
+            [&]
+            {
                 TC::MoveCurrentTaskTo(host);
                 if (TC::Testing::ThisThreadId() != mainId)
                     ++failures;
@@ -158,17 +164,20 @@ TEST_CASE("taskEnter runs on the thread that runs the task", "[hooks]")
     {
         TC::SchedulerOptions options;
         options.workerCount = 2;
-        options.hooks.taskEnter = [&](TC::TaskHandle, const char*) {
+        options.hooks.taskEnter = [&](TC::TaskHandle, const char*)
+        {
             std::lock_guard guard(lock);
             enterThreads.insert(TC::Testing::ThisThreadId());
         };
         TC::Scheduler workers(options);
         std::vector<TC::JoinHandle> tasks;
         for (int i = 0; i < 20; ++i)
-            tasks.push_back(workers.Start([&] {
-                std::lock_guard guard(lock);
-                taskThreads.insert(TC::Testing::ThisThreadId());
-            }));
+            tasks.push_back(workers.Start(
+                [&]
+                {
+                    std::lock_guard guard(lock);
+                    taskThreads.insert(TC::Testing::ThisThreadId());
+                }));
         for (auto& task : tasks)
             task.Join();
     }

@@ -35,11 +35,13 @@ TEST_CASE("RunFor never overruns its budget by more than one task", "[host][budg
     host.RunPending();
     std::vector<std::int64_t> starts, ends;
     for (int i = 0; i < kTasks; ++i)
-        host.Start([&] {
-                starts.push_back(NowNs());
-                std::this_thread::sleep_for(kTask);
-                ends.push_back(NowNs());
-            })
+        host.Start(
+                [&]
+                {
+                    starts.push_back(NowNs());
+                    std::this_thread::sleep_for(kTask);
+                    ends.push_back(NowNs());
+                })
             .Detach();
 
     const std::int64_t budgetNs = std::chrono::nanoseconds(kBudget).count();
@@ -117,7 +119,8 @@ TEST_CASE("priorities: the host can run only the high one", "[host][priority]")
     {
         host.Start([&order] { order += 'N'; }, {.name = "background", .priority = Priority::Normal})
             .Detach();
-        host.Start([&order] { order += 'H'; }, {.name = "frame", .priority = Priority::High}).Detach();
+        host.Start([&order] { order += 'H'; }, {.name = "frame", .priority = Priority::High})
+            .Detach();
     }
     TC::PumpResult result = host.RunPending(SIZE_MAX, Priority::High);
     CHECK(result.ran == 4);
@@ -135,11 +138,13 @@ TEST_CASE("priorities: the host can run only the high one", "[host][priority]")
 
     // Coroutine resumptions carry a priority too.
     order.clear();
-    [](TC::Scheduler& h, std::string& out) -> Detached {
+    [](TC::Scheduler& h, std::string& out) -> Detached
+    {
         co_await h.Schedule(Priority::Normal);
         out += 'n';
     }(host, order);
-    [](TC::Scheduler& h, std::string& out) -> Detached {
+    [](TC::Scheduler& h, std::string& out) -> Detached
+    {
         co_await h.Schedule(Priority::High);
         out += 'h';
     }(host, order);
@@ -176,10 +181,12 @@ TEST_CASE("WaitForWork wakes on a submit from another thread and times out other
     CHECK(std::chrono::steady_clock::now() - start >= 19ms);
 
     bool ran = false;
-    std::thread submitter([&] {
-        std::this_thread::sleep_for(20ms);
-        host.Start([&ran] { ran = true; }).Detach();
-    });
+    std::thread submitter(
+        [&]
+        {
+            std::this_thread::sleep_for(20ms);
+            host.Start([&ran] { ran = true; }).Detach();
+        });
     start = std::chrono::steady_clock::now();
     CHECK(host.WaitForWork(10s));
     CHECK(std::chrono::steady_clock::now() - start < 5s);
@@ -198,14 +205,17 @@ TEST_CASE("WaitForWork wakes on a submit from another thread and times out other
         void await_suspend(std::coroutine_handle<> h) noexcept { out = h; }
         void await_resume() const noexcept {}
     };
-    [](std::coroutine_handle<>& out, bool& flag) -> Detached {
+    [](std::coroutine_handle<>& out, bool& flag) -> Detached
+    {
         co_await Capture{out};
         flag = true;
     }(handle, resumed);
-    std::thread resumer([&] {
-        std::this_thread::sleep_for(10ms);
-        host.Submit(handle);
-    });
+    std::thread resumer(
+        [&]
+        {
+            std::this_thread::sleep_for(10ms);
+            host.Submit(handle);
+        });
     CHECK(host.WaitForWork(10s));
     resumer.join();
     CHECK_FALSE(resumed);
@@ -232,13 +242,16 @@ TEST_CASE("submission never runs work inline", "[host][submit]")
 
     bool child = false;
     bool childRanInline = true;
-    host.Start([&] {
-            host.Start([&child] { child = true; }).Detach();
-            childRanInline = child;
-        })
+    host.Start(
+            [&]
+            {
+                host.Start([&child] { child = true; }).Detach();
+                childRanInline = child;
+            })
         .Detach();
     bool resumed = false;
-    [](TC::Scheduler& h, bool& flag) -> Detached {
+    [](TC::Scheduler& h, bool& flag) -> Detached
+    {
         co_await h.Schedule();
         flag = true;
     }(host, resumed);
@@ -272,21 +285,26 @@ TEST_CASE("MoveCurrentTaskTo: run the rest on the host, then back on the workers
         bool backOnWorker = false;
     } seen;
     auto [future, promise] = MakeFuture<int>();
-    auto task = workers.Start([&, f = std::move(future)]() mutable {
-        seen.startedOnWorker
-            = TC::Testing::ThisThreadId() != hostId && TC::Scheduler::Current() == &workers;
-        TC::MoveCurrentTaskTo(host, Priority::High);
-        seen.onHost = TC::Testing::ThisThreadId() == hostId && TC::Scheduler::Current() == &host;
-        seen.hostCountsIt = host.LiveTasks() == 1;
-        seen.waitedOnHost = f.Wait() == 9 && TC::Testing::ThisThreadId() == hostId;
-        TC::MoveCurrentTaskTo(workers);
-        seen.backOnWorker
-            = TC::Testing::ThisThreadId() != hostId && TC::Scheduler::Current() == &workers;
-    });
-    std::thread resolver([p = std::move(promise)]() mutable {
-        std::this_thread::sleep_for(5ms);
-        p.SetValue(9);
-    });
+    auto task = workers.Start(
+        [&, f = std::move(future)]() mutable
+        {
+            seen.startedOnWorker =
+                TC::Testing::ThisThreadId() != hostId && TC::Scheduler::Current() == &workers;
+            TC::MoveCurrentTaskTo(host, Priority::High);
+            seen.onHost =
+                TC::Testing::ThisThreadId() == hostId && TC::Scheduler::Current() == &host;
+            seen.hostCountsIt = host.LiveTasks() == 1;
+            seen.waitedOnHost = f.Wait() == 9 && TC::Testing::ThisThreadId() == hostId;
+            TC::MoveCurrentTaskTo(workers);
+            seen.backOnWorker =
+                TC::Testing::ThisThreadId() != hostId && TC::Scheduler::Current() == &workers;
+        });
+    std::thread resolver(
+        [p = std::move(promise)]() mutable
+        {
+            std::this_thread::sleep_for(5ms);
+            p.SetValue(9);
+        });
     task.Join(); // the host thread's wait pumps the host, which runs the moved task
     resolver.join();
     CHECK(seen.startedOnWorker);
@@ -304,7 +322,9 @@ TEST_CASE("a coroutine moves to the host and back with Schedule", "[host][move]"
     host.RunPending();
     const auto hostId = TC::Testing::ThisThreadId();
     auto [done, promise] = MakeFuture<std::string>();
-    [](TC::Scheduler& h, TC::Scheduler& w, std::thread::id hid, Promise<std::string> out) -> Detached {
+    [](TC::Scheduler& h, TC::Scheduler& w, std::thread::id hid,
+       Promise<std::string> out) -> Detached
+    {
         std::string trail;
         co_await w.Schedule();
         trail += TC::Testing::ThisThreadId() != hid ? "worker " : "? ";
@@ -323,13 +343,15 @@ TEST_CASE("RequestShutdown is polled by long tasks", "[host][shutdown]")
     {
         TC::Scheduler workers(2);
         std::atomic<int> turns{0};
-        auto longTask = workers.Start([&turns] {
-            while (!TC::ShutdownRequested())
+        auto longTask = workers.Start(
+            [&turns]
             {
-                ++turns;
-                TC::YieldTask();
-            }
-        });
+                while (!TC::ShutdownRequested())
+                {
+                    ++turns;
+                    TC::YieldTask();
+                }
+            });
         std::this_thread::sleep_for(10ms);
         CHECK_FALSE(longTask.IsFinished());
         CHECK_FALSE(workers.ShutdownRequested());
@@ -346,13 +368,15 @@ TEST_CASE("RequestShutdown is polled by long tasks", "[host][shutdown]")
     {
         TC::Scheduler host;
         int turns = 0;
-        host.Start([&turns] {
-                while (!TC::ShutdownRequested())
+        host.Start(
+                [&turns]
                 {
-                    ++turns;
-                    TC::YieldTask();
-                }
-            })
+                    while (!TC::ShutdownRequested())
+                    {
+                        ++turns;
+                        TC::YieldTask();
+                    }
+                })
             .Detach();
         host.RunFor(2ms);
         host.RunFor(2ms);
@@ -377,13 +401,16 @@ TEST_CASE("detached tasks move to the host and back while their handles are rele
     std::atomic<int> done{0};
     std::atomic<int> misplaced{0};
     for (int i = 0; i < kTasks; ++i)
-        workers.Start([&] {
-                TC::MoveCurrentTaskTo(host);
-                if (TC::Testing::ThisThreadId() != hostId)
-                    ++misplaced;
-                TC::MoveCurrentTaskTo(workers);
-                ++done;
-            })
+        workers
+            .Start(
+                [&]
+                {
+                    TC::MoveCurrentTaskTo(host);
+                    if (TC::Testing::ThisThreadId() != hostId)
+                        ++misplaced;
+                    TC::MoveCurrentTaskTo(workers);
+                    ++done;
+                })
             .Detach();
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (done < kTasks && std::chrono::steady_clock::now() < deadline)

@@ -55,10 +55,14 @@ struct HostLog
 Future<int> OnWorkers(TC::Scheduler& workers, int value)
 {
     auto [future, promise] = MakeFuture<int>();
-    workers.Start([p = std::move(promise), value]() mutable {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        p.SetValue(value);
-    }).Detach();
+    workers
+        .Start(
+            [p = std::move(promise), value]() mutable
+            {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                p.SetValue(value);
+            })
+        .Detach();
     return std::move(future);
 }
 
@@ -69,7 +73,8 @@ Detached Level3(TC::Scheduler& host, TC::Scheduler& workers, HostLog& log, Promi
     log.Note("level3 runs");
     auto [f3, p3] = MakeFuture<int>();
     host.Start(
-            [&log, &workers, p = std::move(p3)]() mutable {
+            [&log, &workers, p = std::move(p3)]() mutable
+            {
                 log.Note("host task 3 runs");
                 Future<int> fromWorkers = OnWorkers(workers, 100);
                 const int v = fromWorkers.Wait(); // a task: suspends, the host keeps pumping
@@ -90,7 +95,8 @@ Detached Level2(TC::Scheduler& host, TC::Scheduler& workers, HostLog& log, Promi
     log.Note("level2 runs");
     auto [f2, p2] = MakeFuture<int>();
     host.Start(
-            [&host, &workers, &log, p = std::move(p2)]() mutable {
+            [&host, &workers, &log, p = std::move(p2)]() mutable
+            {
                 log.Note("host task 2 runs");
                 Future<int> fromWorkers = OnWorkers(workers, 1);
                 const int v = fromWorkers.Wait();
@@ -138,10 +144,11 @@ TEST_CASE("nested host waits three deep with host-pinned work at each level", "[
     CHECK(log.deepest == 3);
     CHECK_FALSE(log.offHost);
     const std::vector<std::string> expected{
-        "host waits@0",          "level2 runs@1",   "host task 2 runs@2",
-        "host task 2 queues level3@2", "level3 runs@2", "host task 3 runs@3",
-        "host task 3 resolves@3", "level3 resumes@2", "level2 resumes@1",
-        "host resumes@0",
+        "host waits@0",           "level2 runs@1",
+        "host task 2 runs@2",     "host task 2 queues level3@2",
+        "level3 runs@2",          "host task 3 runs@3",
+        "host task 3 resolves@3", "level3 resumes@2",
+        "level2 resumes@1",       "host resumes@0",
     };
     CHECK(log.events == expected);
     CHECK(host.LiveTasks() == 0);
@@ -164,9 +171,11 @@ TEST_CASE("the host thread joins a host task that waits on host-pinned work", "[
     TC::Scheduler host;
     host.RunPending();
     auto [future, promise] = MakeFuture<std::string>();
-    auto waiter = host.Start([f = std::move(future)]() mutable {
-        CHECK(f.Wait() == "pinned"); // a task: suspends
-    });
+    auto waiter = host.Start(
+        [f = std::move(future)]() mutable
+        {
+            CHECK(f.Wait() == "pinned"); // a task: suspends
+        });
     auto resolver = host.Start([p = std::move(promise)]() mutable { p.SetValue("pinned"); });
     waiter.Join(); // a converted-thread wait on the host: pumps both tasks
     resolver.Join();
@@ -179,7 +188,8 @@ TEST_CASE("a coroutine on the host co_awaits a Future resolved by a host task", 
     host.RunPending();
     auto [future, promise] = MakeFuture<int>();
     auto [done, donePromise] = MakeFuture<int>();
-    [](TC::Scheduler& h, Future<int> f, Promise<int> out) -> Detached {
+    [](TC::Scheduler& h, Future<int> f, Promise<int> out) -> Detached
+    {
         co_await h.Schedule();
         const int v = co_await f;
         out.SetValue(TC::Scheduler::Current() == &h ? v : -1);

@@ -85,18 +85,26 @@ TEST_CASE("a custom IStackAllocator provides and takes back every stack", "[stac
         std::atomic<int> failures{0};
         std::vector<TC::JoinHandle> tasks;
         for (int i = 0; i < 8; ++i)
-            tasks.push_back(workers.Start([&failures] {
-                if (UseStack(8 * 1024) != 2)
+            tasks.push_back(workers.Start(
+                [&failures]
+                {
+                    if (UseStack(8 * 1024) != 2)
+                        ++failures;
+                }));
+        tasks.push_back(workers.Start(
+            [&failures]
+            {
+                if (UseStack(48 * 1024) != 12)
                     ++failures;
-            }));
-        tasks.push_back(workers.Start([&failures] {
-            if (UseStack(48 * 1024) != 12)
-                ++failures;
-        }, {.stackSize = TC::StackSize::Medium}));
-        tasks.push_back(workers.Start([&failures] {
-            if (UseStack(200 * 1024) != 50)
-                ++failures;
-        }, {.stackSize = TC::StackSize::Large}));
+            },
+            {.stackSize = TC::StackSize::Medium}));
+        tasks.push_back(workers.Start(
+            [&failures]
+            {
+                if (UseStack(200 * 1024) != 50)
+                    ++failures;
+            },
+            {.stackSize = TC::StackSize::Large}));
         for (auto& task : tasks)
             task.Join();
         CHECK(failures == 0);
@@ -146,10 +154,12 @@ TEST_CASE("every idle policy runs and wakes its workers", "[idle]")
     for (int round = 0; round < kRounds; ++round)
     {
         auto [future, promise] = MakeFuture<int>();
-        auto waiter = workers.Start([f = std::move(future), round, &failures]() mutable {
-            if (f.Wait() != round)
-                ++failures;
-        });
+        auto waiter = workers.Start(
+            [f = std::move(future), round, &failures]() mutable
+            {
+                if (f.Wait() != round)
+                    ++failures;
+            });
         if (round % 50 == 0)
             std::this_thread::sleep_for(std::chrono::milliseconds(1)); // let the workers idle
         promise.SetValue(round);
@@ -170,10 +180,14 @@ TEST_CASE("a pooled stack is reused by the next task", "[stacks]")
     int sum = 0;
     // Started and joined from a task on the worker, so each child takes the stack the previous
     // one released there.
-    workers.Start([&] {
-        for (int i = 0; i < 20; ++i)
-            workers.Start([&sum, i] { sum += i + UseStack(16 * 1024); }).Join();
-    }).Join();
+    workers
+        .Start(
+            [&]
+            {
+                for (int i = 0; i < 20; ++i)
+                    workers.Start([&sum, i] { sum += i + UseStack(16 * 1024); }).Join();
+            })
+        .Join();
     CHECK(sum == 190 + 20 * 4);
     CHECK(allocator.live == 2); // the parent's stack and one reused child stack
 }

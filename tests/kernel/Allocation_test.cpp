@@ -72,8 +72,8 @@ namespace
 // Runs `rounds` request/reply round trips between two tasks; counts allocations in the middle.
 long CountDuringPingPong(unsigned workers, bool timed)
 {
-    Scheduler scheduler(workers);
     Mailbox requests, replies;
+    Scheduler scheduler(workers);
     const int warmup = 2000;
     const int measured = 20000;
     std::atomic<long> counted{-1};
@@ -141,8 +141,8 @@ TEST_CASE("Starting and joining tasks reuses pooled stacks: no allocation in ste
 
 TEST_CASE("A converted thread's wait allocates nothing")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     (void)scheduler.Start([&] { box.Put(1); });
     (void)box.Take(); // warm up the thread's state
     allocations = 0;

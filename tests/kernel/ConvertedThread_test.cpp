@@ -60,8 +60,8 @@ Detached CoroutineWaiter(SharedGate* gate, std::atomic<int>* done)
 
 TEST_CASE("The main thread waits on a mailbox filled by a task")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     auto task = scheduler.Start([&] { box.Put(5); });
     REQUIRE(box.Take() == 5);
     task.Join();
@@ -105,10 +105,10 @@ TEST_CASE("GetCurrentTask names a converted thread, stably, and differs per thre
 
 TEST_CASE("Many threads ping-pong with tasks through mailboxes")
 {
+    std::vector<std::unique_ptr<Mailbox>> requests, replies;
     Scheduler scheduler(2);
     const int pairs = 4;
     const int rounds = static_cast<int>(TestSupport::Scaled(20000));
-    std::vector<std::unique_ptr<Mailbox>> requests, replies;
     std::vector<JoinHandle> servers;
     for (int i = 0; i < pairs; ++i)
     {

@@ -105,8 +105,8 @@ TEST_CASE("A resume during OnSuspended with no executor continues at once, witho
 
 TEST_CASE("A task and a coroutine exchange values through the seed's Mailbox callback")
 {
-    Scheduler scheduler(1);
     TestSupport::Mailbox box;
+    Scheduler scheduler(1);
     std::atomic<int> got{0};
     // The coroutine side uses the same callback object via SuspendTaskAsync.
     struct Waiter

@@ -58,8 +58,8 @@ std::vector<int> RunShuffled(std::uint64_t seed)
 TEST_CASE("The race-point hook sees every suspension and resume")
 {
     SetRacePointHook(&CountingHook);
-    Scheduler scheduler(1);
     Mailbox requests, replies;
+    Scheduler scheduler(1);
     auto server = scheduler.Start([&] {
         for (int r; (r = requests.Take()) > 0;)
             replies.Put(r);
@@ -79,8 +79,8 @@ TEST_CASE("The race-point hook sees every suspension and resume")
 
 TEST_CASE("The registry lists who waits on what, and forgets a waiter once resumed")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     auto task = scheduler.Start([&] { (void)box.Take(); }, {.name = "reader"});
     std::vector<SuspendedWaiterInfo> waiters;
     for (int i = 0; i < 1000 && waiters.empty(); ++i)
@@ -100,8 +100,8 @@ TEST_CASE("A hang report names the stuck waiter, what it waits on and for how lo
 {
     auto result = TestSupport::RunInChild([] {
         REQUIRE(EnableHangReports(50ms));
-        Scheduler scheduler(1);
         Mailbox never;
+        Scheduler scheduler(1);
         auto task = scheduler.Start([&] { (void)never.Take(); }, {.name = "stuck"});
         std::this_thread::sleep_for(300ms);
         std::fflush(stderr);

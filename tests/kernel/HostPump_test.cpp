@@ -133,9 +133,9 @@ TEST_CASE("Only the host thread pumps a host scheduler; a worker scheduler is no
 
 TEST_CASE("A host waiting on a mailbox keeps running its own work (nested wait)")
 {
+    Mailbox box;
     Scheduler host(0);
     host.RunPending(); // this thread is the host from now on
-    Mailbox box;
     // The value comes from a task pinned to the host: without the nested pump this deadlocks.
     auto producer = host.Start([&] { box.Put(11); });
     REQUIRE(box.Take() == 11);
@@ -177,9 +177,9 @@ HostJob WaitThenPass(Mailbox* waitOn, Mailbox* passTo, int level, std::vector<in
 
 TEST_CASE("Nested host waits three deep, each with host-pinned work queued")
 {
+    Mailbox level1, level2, level3;
     Scheduler host(0);
     host.RunPending();
-    Mailbox level1, level2, level3;
     std::vector<int> order;
     int depth = 1; // the host's own wait below
     int deepest = 1;

@@ -18,10 +18,10 @@ using TestSupport::Scaled;
 
 TEST_CASE("Mailbox stress: task pairs across two workers plus foreign threads")
 {
+    std::vector<std::unique_ptr<Mailbox>> requests, replies;
     Scheduler scheduler(2);
     const int pairs = 8;
     const long rounds = Scaled(250000); // 8 pairs x 250k round trips x 2 handoffs = 4M operations
-    std::vector<std::unique_ptr<Mailbox>> requests, replies;
     std::vector<JoinHandle> tasks;
     std::atomic<long> total{0};
     for (int i = 0; i < pairs; ++i)
@@ -68,8 +68,8 @@ TEST_CASE("Mailbox stress: task pairs across two workers plus foreign threads")
 TEST_CASE("Mailbox stress: timed takes racing puts from a foreign thread")
 {
     EnableTimers();
-    Scheduler scheduler(2);
     Mailbox data, ack;
+    Scheduler scheduler(2);
     const long values = Scaled(200000);
     std::atomic<long> received{0};
     auto consumer = scheduler.Start([&] {

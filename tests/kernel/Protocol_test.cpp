@@ -118,8 +118,8 @@ TEST_CASE("Ping-pong through two mailboxes on one worker and across workers")
     for (unsigned workers : {0u, 1u, 2u, 4u})
     {
         CAPTURE(workers);
-        Scheduler scheduler(workers);
         Mailbox requests, replies;
+        Scheduler scheduler(workers);
         const int rounds = 20000;
         long sum = 0;
         auto server = scheduler.Start([&] {
@@ -144,8 +144,8 @@ TEST_CASE("Ping-pong through two mailboxes on one worker and across workers")
 
 TEST_CASE("Resume from a foreign thread makes the task runnable on its own scheduler")
 {
-    Scheduler scheduler(2);
     Mailbox box;
+    Scheduler scheduler(2);
     std::atomic<Scheduler*> ranOn{nullptr};
     auto handle = scheduler.Start([&] {
         REQUIRE(box.Take() == 7);

@@ -9,6 +9,9 @@
 namespace TestSupport
 {
 // Holds one int (0 means empty) for one waiting task. Put may be called from any thread.
+// Its re-check in OnSuspended reads the mailbox after publishing the waiter, so a mailbox must
+// outlive every OnSuspended that may still be running on a scheduler thread: the tests declare
+// mailboxes before the scheduler, whose destructor joins its threads.
 class Mailbox : private TC::ISuspendCallback
 {
 public:

@@ -56,8 +56,8 @@ struct Fire
 
 TEST_CASE("A timed wait that nobody ends returns false (OnTimeout took it back)")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     bool got = true;
     int value = -1;
     const auto start = std::chrono::steady_clock::now();
@@ -92,8 +92,8 @@ TEST_CASE("OnTimeout returning false makes the wait last until the resumer's Res
 
 TEST_CASE("A zero or negative timeout times out at once unless already resumed")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     int value = 0;
     bool got = true;
     scheduler.Start([&] { got = box.Take(value, Duration::Zero()); }).Join();
@@ -109,8 +109,8 @@ TEST_CASE("A zero or negative timeout times out at once unless already resumed")
 
 TEST_CASE("Infinite timeouts never expire")
 {
-    Scheduler scheduler(1);
     Mailbox box;
+    Scheduler scheduler(1);
     int value = 0;
     bool got = false;
     auto task = scheduler.Start([&] { got = box.Take(value, Duration::Infinite()); });
@@ -126,8 +126,8 @@ TEST_CASE("Timed waits resumed early, many times, from another task")
     for (unsigned workers : {1u, 2u})
     {
         CAPTURE(workers);
-        Scheduler scheduler(workers);
         Mailbox requests, replies;
+        Scheduler scheduler(workers);
         const int rounds = static_cast<int>(TestSupport::Scaled(200000));
         long sum = 0;
         int timeouts = 0;
@@ -155,8 +155,8 @@ TEST_CASE("Timed waits resumed early, many times, from another task")
 
 TEST_CASE("Timeouts racing resumes: every value arrives exactly once")
 {
-    Scheduler scheduler(2);
     Mailbox data, ack;
+    Scheduler scheduler(2);
     const int values = static_cast<int>(TestSupport::Scaled(20000));
     long received = 0;
     long timeouts = 0;

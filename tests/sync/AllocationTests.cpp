@@ -37,8 +37,14 @@ void* Allocate(std::size_t size, std::size_t alignment)
 }
 } // namespace
 
-void* operator new(std::size_t size) { return Allocate(size, 0); }
-void* operator new[](std::size_t size) { return Allocate(size, 0); }
+void* operator new(std::size_t size)
+{
+    return Allocate(size, 0);
+}
+void* operator new[](std::size_t size)
+{
+    return Allocate(size, 0);
+}
 void* operator new(std::size_t size, std::align_val_t a)
 {
     return Allocate(size, static_cast<std::size_t>(a));
@@ -58,14 +64,38 @@ void* operator new(std::size_t size, const std::nothrow_t&) noexcept
         return nullptr;
     }
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
 
 using namespace TC::Synchronization;
 using namespace TC::SyncTests;
@@ -105,15 +135,20 @@ long CountSteadyState(Start start, Wake wake)
 template <class Wait>
 auto InTask(TC::Scheduler& scheduler, Wait wait)
 {
-    return [&scheduler, wait](AutoResetEvent_s& ack, std::atomic<bool>& done, int n) {
-        scheduler.Start([wait, &ack, &done, n]() mutable {
-            for (int i = 0; i < n; ++i)
-            {
-                wait();
-                ack.Set();
-            }
-            done = true;
-        }).Detach();
+    return [&scheduler, wait](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+    {
+        scheduler
+            .Start(
+                [wait, &ack, &done, n]() mutable
+                {
+                    for (int i = 0; i < n; ++i)
+                    {
+                        wait();
+                        ack.Set();
+                    }
+                    done = true;
+                })
+            .Detach();
     };
 }
 
@@ -133,9 +168,8 @@ Fire CoroutineLoop(TC::Scheduler& scheduler, MakeAwaitable awaitable, AutoResetE
 template <class MakeAwaitable>
 auto InCoroutine(TC::Scheduler& scheduler, MakeAwaitable awaitable)
 {
-    return [&scheduler, awaitable](AutoResetEvent_s& ack, std::atomic<bool>& done, int n) {
-        CoroutineLoop(scheduler, awaitable, ack, done, n);
-    };
+    return [&scheduler, awaitable](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+    { CoroutineLoop(scheduler, awaitable, ack, done, n); };
 }
 } // namespace
 
@@ -160,44 +194,41 @@ TEST_CASE("Waiting and waking allocate nothing in steady state", "[allocation]")
     AutoResetEvent_s autoS;
     CHECK(CountSteadyState(InTask(scheduler, [&] { autoS.Wait(); }), [&] { autoS.Set(); }) == 0);
     CHECK(CountSteadyState(InTask(scheduler, [&] { (void)autoS.Wait(std::chrono::seconds(10)); }),
-                           [&] { autoS.Set(); })
-          == 0);
+                           [&] { autoS.Set(); }) == 0);
     CHECK(CountSteadyState(InCoroutine(scheduler, [&] { return autoS.WaitAsync(); }),
-                           [&] { autoS.Set(); })
-          == 0);
+                           [&] { autoS.Set(); }) == 0);
 
     ManualResetEvent_s manualS;
     CHECK(CountSteadyState(InTask(scheduler,
-                                  [&] {
+                                  [&]
+                                  {
                                       manualS.Wait();
                                       manualS.Reset();
                                   }),
-                           [&] { manualS.Set(); })
-          == 0);
+                           [&] { manualS.Set(); }) == 0);
 
     AutoResetEvent autoM;
     CHECK(CountSteadyState(InTask(scheduler, [&] { autoM.Wait(); }), [&] { autoM.Set(); }) == 0);
     CHECK(CountSteadyState(InCoroutine(scheduler, [&] { return autoM.WaitAsync(); }),
-                           [&] { autoM.Set(); })
-          == 0);
+                           [&] { autoM.Set(); }) == 0);
 
     ManualResetEvent manualM;
     CHECK(CountSteadyState(InTask(scheduler,
-                                  [&] {
+                                  [&]
+                                  {
                                       manualM.Wait();
                                       manualM.Reset();
                                   }),
-                           [&] { manualM.Set(); })
-          == 0);
+                           [&] { manualM.Set(); }) == 0);
 
     WaitGroup group(1);
     CHECK(CountSteadyState(InTask(scheduler,
-                                  [&] {
+                                  [&]
+                                  {
                                       group.Wait();
                                       group.Add(1);
                                   }),
-                           [&] { group.Done(); })
-          == 0);
+                           [&] { group.Done(); }) == 0);
 
     static std::optional<Latch> latches[kWarmUp + kRounds];
     for (auto& latch : latches)
@@ -205,65 +236,61 @@ TEST_CASE("Waiting and waking allocate nothing in steady state", "[allocation]")
     int waitIndex = 0;
     int wakeIndex = 0;
     CHECK(CountSteadyState(InTask(scheduler, [&] { latches[waitIndex++]->Wait(); }),
-                           [&] { latches[wakeIndex++]->CountDown(); })
-          == 0);
+                           [&] { latches[wakeIndex++]->CountDown(); }) == 0);
 
     Semaphore sem;
-    CHECK(CountSteadyState(InTask(scheduler, [&] { sem.Acquire(); }), [&] { sem.Release(); })
-          == 0);
+    CHECK(CountSteadyState(InTask(scheduler, [&] { sem.Acquire(); }), [&] { sem.Release(); }) == 0);
     CHECK(CountSteadyState(InTask(scheduler, [&] { (void)sem.Acquire(std::chrono::seconds(10)); }),
-                           [&] { sem.Release(); })
-          == 0);
+                           [&] { sem.Release(); }) == 0);
     CHECK(CountSteadyState(InCoroutine(scheduler, [&] { return sem.AcquireAsync(); }),
-                           [&] { sem.Release(); })
-          == 0);
+                           [&] { sem.Release(); }) == 0);
 
     // The main thread holds the mutex while the task tries it, so the task queues and is handed
     // the mutex by the unlock.
     Mutex mutex;
     AutoResetEvent_s go;
     CHECK(CountSteadyState(InTask(scheduler,
-                                  [&] {
+                                  [&]
+                                  {
                                       go.Wait();
                                       mutex.lock();
                                       mutex.unlock();
                                   }),
-                           [&] {
+                           [&]
+                           {
                                mutex.lock();
                                go.Set();
                                for (int i = 0; i < 50; ++i)
                                    std::this_thread::yield();
                                mutex.unlock();
-                           })
-          == 0);
+                           }) == 0);
 
     ConditionVariable cv;
     bool flag = false;
     CHECK(CountSteadyState(InTask(scheduler,
-                                  [&] {
+                                  [&]
+                                  {
                                       std::unique_lock lock(mutex);
                                       cv.Wait(lock, [&] { return flag; });
                                       flag = false;
                                   }),
-                           [&] {
+                           [&]
+                           {
                                std::lock_guard guard(mutex);
                                flag = true;
                                cv.NotifyOne();
-                           })
-          == 0);
+                           }) == 0);
 
     Barrier barrier(2);
     CHECK(CountSteadyState(InTask(scheduler, [&] { barrier.ArriveAndWait(); }),
-                           [&] { barrier.ArriveAndWait(); })
-          == 0);
+                           [&] { barrier.ArriveAndWait(); }) == 0);
 
     Mailbox<int> box;
     CHECK(CountSteadyState(InTask(scheduler, [&] { (void)box.Take(); }), [&] { box.Put(1); }) == 0);
 
     Channel<int> channel(4); // bounded: its slots are allocated up front
     CHECK(CountSteadyState(InTask(scheduler, [&] { (void)channel.Receive(); }),
-                           [&] { channel.Send(1); })
-          == 0);
+                           [&] { channel.Send(1); }) == 0);
 }
 
 TEST_CASE("The allocation counter sees allocations", "[allocation]")

@@ -20,7 +20,8 @@ TEST_CASE("Latch releases waiters of every kind once counted down", "[latch]")
         Latch latch(3);
         Waiters w;
         for (int i = 0; i < 3; ++i)
-            w.Start(kind, [&] { latch.Wait(); }, [&] { return latch.WaitAsync(); });
+            w.Start(
+                kind, [&] { latch.Wait(); }, [&] { return latch.WaitAsync(); });
         latch.CountDown();
         latch.CountDown();
         std::this_thread::sleep_for(20ms);
@@ -42,14 +43,16 @@ TEST_CASE("WaitGroup waits for every Done and can be reused", "[waitgroup]")
         group.Wait(); // zero: passes
         group.Add(2);
         Waiters w;
-        w.Start(kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
+        w.Start(
+            kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
         group.Done();
         std::this_thread::sleep_for(20ms);
         CHECK(w.Finished() == 0);
         group.Done();
         CHECK(w.WaitFinished(1));
         group.Add(1); // reused
-        w.Start(kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
+        w.Start(
+            kind, [&] { group.Wait(); }, [&] { return group.WaitAsync(); });
         std::this_thread::sleep_for(10ms);
         CHECK(w.Finished() == 1);
         group.Done();
@@ -57,8 +60,7 @@ TEST_CASE("WaitGroup waits for every Done and can be reused", "[waitgroup]")
     }
 }
 
-TEST_CASE("Barrier completes each phase with one serial arrival, any mix of waiters",
-          "[barrier]")
+TEST_CASE("Barrier completes each phase with one serial arrival, any mix of waiters", "[barrier]")
 {
     constexpr int kPhases = 50;
     Barrier barrier(3);
@@ -67,7 +69,8 @@ TEST_CASE("Barrier completes each phase with one serial arrival, any mix of wait
     std::atomic<bool> phaseBroken{false};
     Waiters w;
     std::atomic<int> perPhase[kPhases] = {};
-    auto blocking = [&] {
+    auto blocking = [&]
+    {
         for (int phase = 0; phase < kPhases; ++phase)
         {
             perPhase[phase].fetch_add(1);
@@ -181,7 +184,8 @@ TEST_CASE("Waitable<Single>: Wait, timed Wait and co_await on a hand-made primit
     {
         INFO("waiter: " << Name(kind));
         Waiters w;
-        w.Start(kind, [&] { tickets.Wait(); }, [&] { return tickets.WaitAsync(); });
+        w.Start(
+            kind, [&] { tickets.Wait(); }, [&] { return tickets.WaitAsync(); });
         std::this_thread::sleep_for(10ms);
         CHECK(w.Finished() == 0);
         tickets.Add();
@@ -199,4 +203,59 @@ TEST_CASE("Suspendable calls TryResume after publishing the waiter", "[waitable]
     flag.Raise();
     waiter.Join();
     CHECK_FALSE(flag.IsSuspended());
+}
+
+namespace
+{
+// Opens with ResumeNonReentrant; a waiter resumed inline (a coroutine with no executor) opens it
+// again from inside that resume, which must hand over instead of recursing.
+class Gate : public Waitable<SuspensionKind::Multiple, Gate>
+{
+public:
+    void Open()
+    {
+        open_.store(true);
+        ++depth;
+        maxDepth = depth > maxDepth ? depth : maxDepth;
+        ResumeNonReentrant();
+        --depth;
+    }
+    void Close() { open_.store(false); }
+    bool TryWait() { return open_.load(); }
+    void Resume() { ResumeNonReentrant(); }
+    int depth = 0;
+    int maxDepth = 0;
+
+private:
+    std::atomic<bool> open_{false};
+};
+
+Fire ReopenAfterWait(Gate& gate, std::vector<int>& log, int id, int spawn)
+{
+    co_await gate; // no executor here: resumed inline by whoever opens the gate
+    log.push_back(id);
+    if (spawn != 0)
+    {
+        gate.Close();
+        ReopenAfterWait(gate, log, spawn, 0); // a new waiter, suspended on the closed gate
+    }
+    gate.Open(); // re-entrant: hands its request to the Open that is resuming us
+    log.push_back(-id);
+}
+} // namespace
+
+TEST_CASE("ResumeNonReentrant hands a re-entrant call over instead of recursing", "[waitable]")
+{
+    Gate gate;
+    std::vector<int> log;
+    ReopenAfterWait(gate, log, 1, 0);
+    ReopenAfterWait(gate, log, 2, 3);
+    REQUIRE(log.empty());
+    gate.Open();
+    // Newest first. Waiter 2 re-closes the gate, adds waiter 3 and opens again from inside the
+    // outer Open's resume: that inner Open returns at once (-2 before 3 runs), the outer call
+    // finishes its snapshot (1) and then serves the handed-over request (3). A recursive Resume
+    // would have run 3 inside 2's Open: 2, 3, -3, -2, 1, -1.
+    CHECK(log == std::vector<int>{2, -2, 1, -1, 3, -3});
+    CHECK_FALSE(gate.IsSuspended());
 }

@@ -26,7 +26,8 @@ void SetReleasesWaiters(int waiters, bool multiple)
         Waiters w;
         const int n = multiple ? waiters : 1;
         for (int i = 0; i < n; ++i)
-            w.Start(kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
+            w.Start(
+                kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
         std::this_thread::sleep_for(20ms);
         CHECK(w.Finished() == 0); // nobody passes an unset event
         if constexpr (requires { event.Resume(); })
@@ -52,7 +53,8 @@ TEST_CASE("AutoResetEvent releases one waiter per Set, of every kind", "[event]"
         AutoResetEvent event;
         Waiters w;
         for (int i = 0; i < 3; ++i)
-            w.Start(kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
+            w.Start(
+                kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
         std::this_thread::sleep_for(20ms);
         CHECK(w.Finished() == 0);
         event.Set();
@@ -130,7 +132,8 @@ TEST_CASE("_s events time out from every kind of waiter, and a Set after that is
             Waiters w;
             w.Start(
                 kind, [&] { timedOut += event.Wait(5ms) ? 0 : 1; },
-                [&] {
+                [&]
+                {
                     auto record = [&timedOut](bool ok) { timedOut += ok ? 0 : 1; };
                     return Then<AutoResetEvent_s::WaitForAwaiter, decltype(record)>{
                         event.WaitAsync(5ms), record};
@@ -157,16 +160,19 @@ TEST_CASE("_s events may be destroyed by the waiter right after Wait returns",
         std::atomic<AutoResetEvent_s*> autoSlot{nullptr};
         std::atomic<ManualResetEvent_s*> manualSlot{nullptr};
         std::atomic<bool> stop{false};
-        std::thread setter([&] {
-            while (!stop.load())
+        std::thread setter(
+            [&]
             {
-                if (auto* e = autoSlot.exchange(nullptr))
-                    e->Set();
-                if (auto* e = manualSlot.exchange(nullptr))
-                    e->Set();
-            }
-        });
-        auto body = [&] {
+                while (!stop.load())
+                {
+                    if (auto* e = autoSlot.exchange(nullptr))
+                        e->Set();
+                    if (auto* e = manualSlot.exchange(nullptr))
+                        e->Set();
+                }
+            });
+        auto body = [&]
+        {
             for (int i = 0; i < rounds; ++i)
             {
                 auto* a = new AutoResetEvent_s;
@@ -193,20 +199,24 @@ TEST_CASE("Multiple resumes newest first and its creator last", "[event][order]"
     TC::Scheduler host(0u); // pumped here: tasks run in the order they were resumed
     std::vector<int> order;
     Latch* latch = nullptr;
-    auto creator = host.Start([&] {
-        Latch own(1); // constructed by this task
-        latch = &own;
-        own.Wait();
-        order.push_back(0);
-        // The creator was resumed last, so it may destroy the latch now.
-    });
+    auto creator = host.Start(
+        [&]
+        {
+            Latch own(1); // constructed by this task
+            latch = &own;
+            own.Wait();
+            order.push_back(0);
+            // The creator was resumed last, so it may destroy the latch now.
+        });
     host.RunUntilIdle();
     std::vector<TC::JoinHandle> waiters;
     for (int i = 1; i <= 3; ++i)
-        waiters.push_back(host.Start([&, i] {
-            latch->Wait();
-            order.push_back(i);
-        }));
+        waiters.push_back(host.Start(
+            [&, i]
+            {
+                latch->Wait();
+                order.push_back(i);
+            }));
     host.RunUntilIdle();
     REQUIRE(order.empty());
     latch->CountDown();
@@ -224,10 +234,12 @@ TEST_CASE("AutoResetEvent wakes the newest waiter first", "[event][order]")
     std::vector<int> order;
     std::vector<TC::JoinHandle> waiters;
     for (int i = 1; i <= 3; ++i)
-        waiters.push_back(host.Start([&, i] {
-            event.Wait();
-            order.push_back(i);
-        }));
+        waiters.push_back(host.Start(
+            [&, i]
+            {
+                event.Wait();
+                order.push_back(i);
+            }));
     host.RunUntilIdle();
     event.Set();
     host.RunUntilIdle();
@@ -248,14 +260,18 @@ TEST_CASE("A converted thread that creates a ManualResetEvent is resumed after t
     std::atomic<int> tasksDone{0};
     std::vector<TC::JoinHandle> tasks;
     for (int i = 0; i < 3; ++i)
-        tasks.push_back(scheduler.Start([&] {
-            event.Wait();
-            tasksDone.fetch_add(1);
-        }));
-    std::thread setter([&] {
-        std::this_thread::sleep_for(20ms);
-        event.Set();
-    });
+        tasks.push_back(scheduler.Start(
+            [&]
+            {
+                event.Wait();
+                tasksDone.fetch_add(1);
+            }));
+    std::thread setter(
+        [&]
+        {
+            std::this_thread::sleep_for(20ms);
+            event.Set();
+        });
     event.Wait(); // resumed by the same Set, last
     setter.join();
     for (auto& t : tasks)

@@ -24,7 +24,8 @@ TEST_CASE("Semaphore hands permits to waiters of every kind", "[semaphore]")
         CHECK_FALSE(sem.TryAcquire());
         Waiters w;
         for (int i = 0; i < 3; ++i)
-            w.Start(kind, [&] { sem.Acquire(); }, [&] { return sem.AcquireAsync(); });
+            w.Start(
+                kind, [&] { sem.Acquire(); }, [&] { return sem.AcquireAsync(); });
         std::this_thread::sleep_for(20ms);
         CHECK(w.Finished() == 0);
         sem.Release(2);
@@ -37,8 +38,7 @@ TEST_CASE("Semaphore hands permits to waiters of every kind", "[semaphore]")
     }
 }
 
-TEST_CASE("Semaphore timed acquire times out from every kind of waiter",
-          "[semaphore][timeout]")
+TEST_CASE("Semaphore timed acquire times out from every kind of waiter", "[semaphore][timeout]")
 {
     TC::EnableTimers();
     for (WaiterKind kind : kAllKinds)
@@ -84,14 +84,17 @@ TEST_CASE("Mutex excludes waiters of every kind", "[mutex]")
         for (int i = 0; i < 3; ++i)
             w.Start(
                 kind,
-                [&] {
+                [&]
+                {
                     std::lock_guard guard(mutex);
                     overlap = overlap || ++inside != 1;
                     std::this_thread::sleep_for(1ms);
                     --inside;
                 },
-                [&] {
-                    auto record = [&] {
+                [&]
+                {
+                    auto record = [&]
+                    {
                         overlap = overlap || ++inside != 1;
                         --inside;
                         mutex.Unlock();
@@ -117,11 +120,13 @@ TEST_CASE("Mutex hands over in arrival order and a newcomer cannot barge", "[mut
     mutex.lock(); // the main thread owns it
     std::vector<TC::JoinHandle> tasks;
     for (int i = 1; i <= 5; ++i)
-        tasks.push_back(host.Start([&, i] {
-            mutex.lock();
-            order.push_back(i);
-            mutex.unlock();
-        }));
+        tasks.push_back(host.Start(
+            [&, i]
+            {
+                mutex.lock();
+                order.push_back(i);
+                mutex.unlock();
+            }));
     host.RunUntilIdle(); // all five queue up, in order
     REQUIRE(order.empty());
     mutex.unlock();                // hands the mutex to task 1 before it even runs
@@ -143,11 +148,13 @@ TEST_CASE("Mutex::TryLockFor times out and leaves the queue intact", "[mutex][ti
     TC::Scheduler scheduler(2u);
     std::atomic<int> got{0};
     auto late = scheduler.Start([&] { got += mutex.TryLockFor(5ms) ? 100 : 1; });
-    auto patient = scheduler.Start([&] {
-        mutex.lock();
-        got += 10;
-        mutex.unlock();
-    });
+    auto patient = scheduler.Start(
+        [&]
+        {
+            mutex.lock();
+            got += 10;
+            mutex.unlock();
+        });
     std::thread thread([&] { got += mutex.TryLockFor(5ms) ? 100 : 1; });
     late.Join();
     thread.join();
@@ -171,12 +178,14 @@ TEST_CASE("ConditionVariable wakes waiters of every kind, owning the mutex", "[c
         for (int i = 0; i < 3; ++i)
             w.Start(
                 kind,
-                [&] {
+                [&]
+                {
                     std::unique_lock lock(mutex);
                     cv.Wait(lock, [&] { return ready > 0; });
                     owned = owned && mutex.IsLocked();
                 },
-                [&] {
+                [&]
+                {
                     struct Awaiter
                     {
                         Mutex& mutex;
@@ -221,11 +230,13 @@ TEST_CASE("ConditionVariable: no spurious wake-ups, NotifyOne is FIFO, stolen wa
     int items = 0;
     std::vector<TC::JoinHandle> tasks;
     for (int i = 1; i <= 3; ++i)
-        tasks.push_back(host.Start([&, i] {
-            std::unique_lock lock(mutex);
-            cv.Wait(lock); // plain Wait: returns only when notified
-            woke.push_back(i);
-        }));
+        tasks.push_back(host.Start(
+            [&, i]
+            {
+                std::unique_lock lock(mutex);
+                cv.Wait(lock); // plain Wait: returns only when notified
+                woke.push_back(i);
+            }));
     host.RunUntilIdle();
     host.RunUntilIdle();
     CHECK(woke.empty()); // nothing returns without a notification
@@ -239,12 +250,14 @@ TEST_CASE("ConditionVariable: no spurious wake-ups, NotifyOne is FIFO, stolen wa
 
     // A predicate waiter whose notification is "stolen" before it owns the mutex re-waits.
     bool consumed = false;
-    auto consumer = host.Start([&] {
-        std::unique_lock lock(mutex);
-        cv.Wait(lock, [&] { return items > 0; });
-        --items;
-        consumed = true;
-    });
+    auto consumer = host.Start(
+        [&]
+        {
+            std::unique_lock lock(mutex);
+            cv.Wait(lock, [&] { return items > 0; });
+            --items;
+            consumed = true;
+        });
     host.RunUntilIdle();
     {
         std::unique_lock lock(mutex);
@@ -279,7 +292,8 @@ TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout
         Waiters w;
         w.Start(
             kind,
-            [&] {
+            [&]
+            {
                 std::unique_lock lock(mutex);
                 const bool timedOut = cv.WaitFor(lock, 5ms) == CvStatus::TimedOut;
                 const bool predTimedOut = !cv.WaitFor(lock, 5ms, [] { return false; });
@@ -293,10 +307,12 @@ TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout
     // Notified before the timeout: Notified.
     TC::Scheduler scheduler(1u);
     std::atomic<bool> notified{false};
-    auto waiter = scheduler.Start([&] {
-        std::unique_lock lock(mutex);
-        notified = cv.WaitFor(lock, 10s) == CvStatus::Notified;
-    });
+    auto waiter = scheduler.Start(
+        [&]
+        {
+            std::unique_lock lock(mutex);
+            notified = cv.WaitFor(lock, 10s) == CvStatus::Notified;
+        });
     std::this_thread::sleep_for(10ms);
     cv.NotifyOne();
     waiter.Join();

@@ -15,8 +15,7 @@
 using namespace TC::Synchronization;
 using namespace TC::SyncTests;
 
-TEST_CASE("Mailbox<T> delivers to a taker of every kind and replaces an untaken value",
-          "[mailbox]")
+TEST_CASE("Mailbox<T> delivers to a taker of every kind and replaces an untaken value", "[mailbox]")
 {
     for (WaiterKind kind : kAllKinds)
     {
@@ -29,7 +28,7 @@ TEST_CASE("Mailbox<T> delivers to a taker of every kind and replaces an untaken 
             kind, [&] { got = box.Take(); },
             [&] {
                 return Then<Mailbox<std::string>::TakeAwaiter, decltype(record)>{box.TakeAsync(),
-                                                                                   record};
+                                                                                 record};
             });
         std::this_thread::sleep_for(10ms);
         CHECK(w.Finished() == 0);
@@ -55,7 +54,8 @@ TEST_CASE("Mailbox<T> timed take times out from every kind of waiter", "[mailbox
         std::atomic<int> result{-1};
         auto record = [&result](std::optional<int> value) { result = value ? *value : 0; };
         Waiters w;
-        auto start = [&](TC::Duration timeout) {
+        auto start = [&](TC::Duration timeout)
+        {
             w.Start(
                 kind, [&, timeout] { record(box.Take(timeout)); },
                 [&, timeout] {
@@ -74,8 +74,7 @@ TEST_CASE("Mailbox<T> timed take times out from every kind of waiter", "[mailbox
     }
 }
 
-TEST_CASE("Channel delivers values to receivers of every kind, bounded and unbounded",
-          "[channel]")
+TEST_CASE("Channel delivers values to receivers of every kind, bounded and unbounded", "[channel]")
 {
     for (std::size_t capacity : {std::size_t{0}, std::size_t{2}})
         for (WaiterKind kind : kAllKinds)
@@ -83,7 +82,8 @@ TEST_CASE("Channel delivers values to receivers of every kind, bounded and unbou
             INFO("waiter: " << Name(kind) << ", capacity " << capacity);
             Channel<std::unique_ptr<int>> channel(capacity);
             std::atomic<int> sum{0};
-            auto record = [&sum](std::optional<std::unique_ptr<int>> value) {
+            auto record = [&sum](std::optional<std::unique_ptr<int>> value)
+            {
                 if (value)
                     sum += **value;
             };
@@ -91,7 +91,8 @@ TEST_CASE("Channel delivers values to receivers of every kind, bounded and unbou
             for (int i = 0; i < 4; ++i)
                 w.Start(
                     kind, [&] { record(channel.Receive()); },
-                    [&] {
+                    [&]
+                    {
                         return Then<Channel<std::unique_ptr<int>>::ReceiveAwaiter,
                                     decltype(record)>{channel.ReceiveAsync(), record};
                     });
@@ -146,12 +147,16 @@ TEST_CASE("Channel timed send and receive time out", "[channel][timeout]")
     CHECK(channel.TryReceive(out) == ChannelStatus::Empty);
     TC::Scheduler scheduler(1u);
     std::atomic<int> timedOut{0};
-    scheduler.Start([&] {
-        int value = 0;
-        timedOut += channel.Receive(value, 5ms) == ChannelStatus::TimedOut;
-        CHECK(channel.Send(3, 5ms) == ChannelStatus::Ok);
-        timedOut += channel.Send(4, 5ms) == ChannelStatus::TimedOut;
-    }).Join();
+    scheduler
+        .Start(
+            [&]
+            {
+                int value = 0;
+                timedOut += channel.Receive(value, 5ms) == ChannelStatus::TimedOut;
+                CHECK(channel.Send(3, 5ms) == ChannelStatus::Ok);
+                timedOut += channel.Send(4, 5ms) == ChannelStatus::TimedOut;
+            })
+        .Join();
     CHECK(timedOut == 2);
     CHECK(channel.SizeApprox() == 1);
 }

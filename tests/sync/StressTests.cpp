@@ -26,14 +26,16 @@ void PingPong(std::int64_t rounds, bool acrossThread)
     Event ping;
     Event pong;
     TC::Scheduler scheduler(2u);
-    auto pinger = [&] {
+    auto pinger = [&]
+    {
         for (std::int64_t i = 0; i < rounds; ++i)
         {
             ping.Set();
             pong.Wait();
         }
     };
-    auto ponger = [&] {
+    auto ponger = [&]
+    {
         for (std::int64_t i = 0; i < rounds; ++i)
         {
             ping.Wait();
@@ -74,14 +76,16 @@ TEST_CASE("Stress: AutoResetEvent as a token among many waiters", "[stress][even
     std::atomic<std::int64_t> done{0};
     std::atomic<int> inside{0};
     std::atomic<bool> overlap{false};
-    auto critical = [&] {
+    auto critical = [&]
+    {
         if (inside.fetch_add(1) != 0)
             overlap = true;
         inside.fetch_sub(1);
         done.fetch_add(1);
     };
     Waiters w;
-    auto blocking = [&] {
+    auto blocking = [&]
+    {
         while (done.load() < passes)
         {
             token.Wait();
@@ -121,21 +125,24 @@ TEST_CASE("Stress: ManualResetEvent_s and Latch created, waited and destroyed pe
 {
     const std::int64_t rounds = Scaled(100000);
     TC::Scheduler scheduler(2u);
-    auto waiter = scheduler.Start([&] {
-        for (std::int64_t i = 0; i < rounds; ++i)
+    auto waiter = scheduler.Start(
+        [&]
         {
-            ManualResetEvent_s event;
-            Latch latch(2);
-            auto helper = [&] {
+            for (std::int64_t i = 0; i < rounds; ++i)
+            {
+                ManualResetEvent_s event;
+                Latch latch(2);
+                auto helper = [&]
+                {
+                    latch.CountDown();
+                    event.Set();
+                };
+                TC::Scheduler::Current()->Start(helper).Detach();
                 latch.CountDown();
-                event.Set();
-            };
-            TC::Scheduler::Current()->Start(helper).Detach();
-            latch.CountDown();
-            event.Wait();
-            latch.Wait(); // this task made the latch: it is resumed last and may destroy it
-        }
-    });
+                event.Wait();
+                latch.Wait(); // this task made the latch: it is resumed last and may destroy it
+            }
+        });
     waiter.Join();
 }
 
@@ -147,7 +154,8 @@ TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mu
     std::int64_t counterM = 0;
     std::int64_t counterS = 0;
     Waiters w;
-    auto body = [&] {
+    auto body = [&]
+    {
         for (std::int64_t i = 0; i < perWorker; ++i)
         {
             {
@@ -164,8 +172,8 @@ TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mu
     w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
     struct Coro
     {
-        static Fire Run(Waiters& w, Mutex& mutex, Semaphore& sem, std::int64_t& m,
-                        std::int64_t& s, std::int64_t n, std::atomic<bool>& done)
+        static Fire Run(Waiters& w, Mutex& mutex, Semaphore& sem, std::int64_t& m, std::int64_t& s,
+                        std::int64_t n, std::atomic<bool>& done)
         {
             co_await w.GetScheduler().Schedule();
             for (std::int64_t i = 0; i < n; ++i)
@@ -200,7 +208,8 @@ TEST_CASE("Stress: ConditionVariable producer/consumer", "[stress][cv]")
     std::int64_t consumed = 0;
     std::int64_t sum = 0;
     Waiters w;
-    auto producer = [&](std::int64_t from, std::int64_t to) {
+    auto producer = [&](std::int64_t from, std::int64_t to)
+    {
         for (std::int64_t i = from; i < to; ++i)
         {
             std::unique_lock lock(mutex);
@@ -209,7 +218,8 @@ TEST_CASE("Stress: ConditionVariable producer/consumer", "[stress][cv]")
             notEmpty.NotifyOne();
         }
     };
-    auto consumer = [&] {
+    auto consumer = [&]
+    {
         std::unique_lock lock(mutex);
         for (;;)
         {
@@ -222,9 +232,11 @@ TEST_CASE("Stress: ConditionVariable producer/consumer", "[stress][cv]")
             notFull.NotifyOne();
         }
     };
-    w.Start(WaiterKind::Task, [&] { producer(0, items / 2); }, [] { return std::suspend_never{}; });
-    w.Start(WaiterKind::Thread, [&] { producer(items / 2, items); },
-            [] { return std::suspend_never{}; });
+    w.Start(
+        WaiterKind::Task, [&] { producer(0, items / 2); }, [] { return std::suspend_never{}; });
+    w.Start(
+        WaiterKind::Thread, [&] { producer(items / 2, items); },
+        [] { return std::suspend_never{}; });
     for (int i = 0; i < 2; ++i)
         w.Start(WaiterKind::Task, consumer, [] { return std::suspend_never{}; });
     w.Start(WaiterKind::Thread, consumer, [] { return std::suspend_never{}; });
@@ -245,7 +257,8 @@ TEST_CASE("Stress: Barrier phases and WaitGroup rounds", "[stress][barrier]")
     Barrier barrier(3);
     std::atomic<std::int64_t> serial{0};
     Waiters w;
-    auto body = [&] {
+    auto body = [&]
+    {
         for (std::int64_t i = 0; i < phases; ++i)
             if (barrier.ArriveAndWait())
                 serial.fetch_add(1);
@@ -264,10 +277,14 @@ TEST_CASE("Stress: Barrier phases and WaitGroup rounds", "[stress][barrier]")
         WaitGroup group;
         group.Add(3);
         for (int i = 0; i < 3; ++i)
-            scheduler.Start([&] {
-                work.fetch_add(1);
-                group.Done();
-            }).Detach();
+            scheduler
+                .Start(
+                    [&]
+                    {
+                        work.fetch_add(1);
+                        group.Done();
+                    })
+                .Detach();
         group.Wait(); // the converted main thread made it: resumed last, then destroys it
     }
     CHECK(work == 3 * rounds);
@@ -279,19 +296,23 @@ TEST_CASE("Stress: Mailbox<T> request/reply", "[stress][mailbox]")
     Mailbox<std::int64_t> in;
     Mailbox<std::int64_t> out;
     TC::Scheduler scheduler(2u);
-    auto service = scheduler.Start([&] {
-        for (std::int64_t r; (r = in.Take()) > 0;)
-            out.Put(r * 2);
-    });
-    std::int64_t sum = 0;
-    std::thread client([&] {
-        for (std::int64_t i = 1; i <= requests; ++i)
+    auto service = scheduler.Start(
+        [&]
         {
-            in.Put(i);
-            sum += out.Take();
-        }
-        in.Put(-1);
-    });
+            for (std::int64_t r; (r = in.Take()) > 0;)
+                out.Put(r * 2);
+        });
+    std::int64_t sum = 0;
+    std::thread client(
+        [&]
+        {
+            for (std::int64_t i = 1; i <= requests; ++i)
+            {
+                in.Put(i);
+                sum += out.Take();
+            }
+            in.Put(-1);
+        });
     client.join();
     service.Join();
     CHECK(sum == requests * (requests + 1));
@@ -307,11 +328,13 @@ TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
         std::atomic<std::int64_t> sum{0};
         std::atomic<std::int64_t> count{0};
         Waiters w;
-        auto producer = [&] {
+        auto producer = [&]
+        {
             for (std::int64_t i = 1; i <= perProducer; ++i)
                 channel.Send(i);
         };
-        auto consumer = [&] {
+        auto consumer = [&]
+        {
             std::int64_t local = 0, n = 0;
             while (auto v = channel.Receive())
             {

@@ -132,16 +132,20 @@ public:
         switch (kind)
         {
         case WaiterKind::Task:
-            tasks_.push_back(scheduler_.Start([this, blocking]() mutable {
-                blocking();
-                finished_.fetch_add(1);
-            }));
+            tasks_.push_back(scheduler_.Start(
+                [this, blocking]() mutable
+                {
+                    blocking();
+                    finished_.fetch_add(1);
+                }));
             break;
         case WaiterKind::Thread:
-            threads_.emplace_back([this, blocking]() mutable {
-                blocking();
-                finished_.fetch_add(1);
-            });
+            threads_.emplace_back(
+                [this, blocking]() mutable
+                {
+                    blocking();
+                    finished_.fetch_add(1);
+                });
             break;
         case WaiterKind::Coroutine:
             RunAsync(*this, std::move(awaitable));

@@ -24,9 +24,9 @@ public:
     // Set(): described above. Any thread, also a callback; never blocks.
     using OneWordEvent::Set;
     // Reset(): clears the event if set; a suspended waiter stays suspended.
-    using OneWordEvent::Reset;
     using OneWordEvent::IsSet;
     using OneWordEvent::IsSuspended;
+    using OneWordEvent::Reset;
     // TryWait(): passes if set, clearing it without suspending; true if it passed.
     using OneWordEvent::TryWait;
 

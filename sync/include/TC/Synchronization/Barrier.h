@@ -65,14 +65,22 @@ private:
 class [[nodiscard("co_await it")]] Barrier::ArriveAwaiter
 {
 public:
-    explicit ArriveAwaiter(Barrier& owner) noexcept : owner_(owner), node_(owner), inner_(&node_) {}
-    bool await_ready() noexcept { return completed_ = owner_.Arrive(node_); }
+    explicit ArriveAwaiter(Barrier & owner) noexcept : owner_(owner), node_(owner), inner_(&node_)
+    {
+    }
+    bool await_ready() noexcept
+    {
+        return completed_ = owner_.Arrive(node_);
+    }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {
         return inner_.await_suspend(handle);
     }
-    bool await_resume() const noexcept { return completed_; }
+    bool await_resume() const noexcept
+    {
+        return completed_;
+    }
 
 private:
     Barrier& owner_;

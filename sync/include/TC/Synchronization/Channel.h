@@ -139,11 +139,13 @@ public:
     class [[nodiscard("co_await it")]] ReceiveAwaiter
     {
     public:
-        explicit ReceiveAwaiter(Channel& owner) noexcept
-            : owner_(owner), inner_(owner.core_.items)
+        explicit ReceiveAwaiter(Channel & owner) noexcept : owner_(owner), inner_(owner.core_.items)
         {
         }
-        bool await_ready() noexcept { return inner_.await_ready(); }
+        bool await_ready() noexcept
+        {
+            return inner_.await_ready();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
@@ -166,7 +168,7 @@ public:
     class [[nodiscard("co_await it")]] SendAwaiter
     {
     public:
-        SendAwaiter(Channel& owner, T&& value) noexcept
+        SendAwaiter(Channel & owner, T && value) noexcept
             : owner_(owner), value_(std::move(value)), inner_(owner.core_.space)
         {
         }

@@ -116,11 +116,14 @@ private:
 class [[nodiscard("co_await it")]] ConditionVariable::WaitAwaiter
 {
 public:
-    WaitAwaiter(ConditionVariable& owner, Mutex& mutex) noexcept
+    WaitAwaiter(ConditionVariable & owner, Mutex & mutex) noexcept
         : node_(owner, mutex), inner_(&node_)
     {
     }
-    bool await_ready() const noexcept { return false; }
+    bool await_ready() const noexcept
+    {
+        return false;
+    }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {

@@ -81,7 +81,10 @@ public:
     virtual ~FutureStateBase() = default;
 
     // acquire: a consumer that sees kFutureResolved reads the value the producer stored.
-    bool IsResolved() const noexcept { return word_.load(std::memory_order_acquire) == kFutureResolved; }
+    bool IsResolved() const noexcept
+    {
+        return word_.load(std::memory_order_acquire) == kFutureResolved;
+    }
 
     // acquire: the consumer's last access happens before the producer frees the state.
     bool ConsumerGone() const noexcept
@@ -172,9 +175,8 @@ public:
         {
             auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
             // acq_rel: claims the waiter back against the producer's exchange.
-            return state_.word_.compare_exchange_strong(expected, kFutureEmpty,
-                                                        std::memory_order_acq_rel,
-                                                        std::memory_order_relaxed);
+            return state_.word_.compare_exchange_strong(
+                expected, kFutureEmpty, std::memory_order_acq_rel, std::memory_order_relaxed);
         }
 
     private:
@@ -246,8 +248,9 @@ struct ThenInvoke<F, void>
 // returns a future it attaches itself a second time, to that inner future (inner_ != nullptr
 // marks that phase: seed 001's ChainPromiseNode).
 template <class T, class F>
-class ThenState final : public FutureState<typename FutureFlatten<typename ThenInvoke<F, T>::Result>::Type>,
-                        public FutureContinuation
+class ThenState final
+    : public FutureState<typename FutureFlatten<typename ThenInvoke<F, T>::Result>::Type>,
+      public FutureContinuation
 {
     using Result = typename ThenInvoke<F, T>::Result;
     using U = typename FutureFlatten<Result>::Type;
@@ -369,7 +372,7 @@ public:
     using ValueType = T;
 
     Future() noexcept = default;
-    Future(Future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+    Future(Future && other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
     Future& operator=(Future&& other) noexcept
     {
         if (this != &other)
@@ -379,14 +382,23 @@ public:
         }
         return *this;
     }
-    ~Future() { Reset(); }
+    ~Future()
+    {
+        Reset();
+    }
 
     // False for a default-constructed, moved-from or consumed Future.
-    bool Valid() const noexcept { return state_ != nullptr; }
+    bool Valid() const noexcept
+    {
+        return state_ != nullptr;
+    }
 
     // True once the value or exception is there; Wait will not suspend. Never blocks.
     // Precondition: Valid().
-    bool IsReady() const noexcept { return state_->IsResolved(); }
+    bool IsReady() const noexcept
+    {
+        return state_->IsResolved();
+    }
 
     // Waits until the Promise supplies a value or an exception (or is destroyed unresolved),
     // then returns the value or rethrows the exception -- std::future_error with
@@ -420,12 +432,12 @@ public:
     // continues on the executor that was current when it suspended, or inline on the resolving
     // thread when there was none. The Future must outlive the co_await expression.
     // Throws std::future_error(no_state) if !Valid().
-    auto operator co_await() &
+    auto operator co_await()&
     {
         CheckValid();
         return Awaiter(*this);
     }
-    auto operator co_await() &&
+    auto operator co_await()&&
     {
         CheckValid();
         return Awaiter(*this);
@@ -440,11 +452,12 @@ public:
     // Throws std::future_error(no_state) if !Valid(), or what allocating the continuation throws
     // (this Future is then unchanged).
     template <class F>
-    auto Then(F&& fn)
+    auto Then(F && fn)
     {
         CheckValid();
         using Node = detail::ThenState<T, std::decay_t<F>>;
-        using U = typename detail::FutureFlatten<typename detail::ThenInvoke<std::decay_t<F>, T>::Result>::Type;
+        using U = typename detail::FutureFlatten<
+            typename detail::ThenInvoke<std::decay_t<F>, T>::Result>::Type;
         auto* node = new Node(state_, std::forward<F>(fn));
         State* source = std::exchange(state_, nullptr);
         Future<U> result(static_cast<detail::FutureState<U>*>(node));
@@ -455,7 +468,7 @@ public:
 
     // A Future that is ready at once with `value` (no Promise involved).
     template <class... Args>
-    static Future FromValue(Args&&... args)
+    static Future FromValue(Args && ... args)
     {
         auto* state = new State;
         try
@@ -488,9 +501,12 @@ private:
     template <class, class>
     friend class detail::ThenState;
 
-    explicit Future(State* state) noexcept : state_(state) {}
+    explicit Future(State * state) noexcept : state_(state) {}
 
-    State* Detach() noexcept { return std::exchange(state_, nullptr); }
+    State* Detach() noexcept
+    {
+        return std::exchange(state_, nullptr);
+    }
 
     void Reset() noexcept
     {
@@ -530,18 +546,24 @@ private:
     class [[nodiscard("co_await it")]] Awaiter
     {
     public:
-        explicit Awaiter(Future& future) noexcept
+        explicit Awaiter(Future & future) noexcept
             : future_(future), waiter_(*future.state_), inner_(&waiter_)
         {
         }
-        bool await_ready() const noexcept { return future_.IsReady(); }
+        bool await_ready() const noexcept
+        {
+            return future_.IsReady();
+        }
         // Templated so the kernel sees the promise type (an unowned chain's root, if it names one).
         template <class CoroutinePromise>
         bool await_suspend(std::coroutine_handle<CoroutinePromise> handle) noexcept
         {
             return inner_.await_suspend(handle);
         }
-        T await_resume() { return future_.Take(); }
+        T await_resume()
+        {
+            return future_.Take();
+        }
 
     private:
         Future& future_;
@@ -675,7 +697,8 @@ private:
             delete state;
             return;
         }
-        state->error_ = std::make_exception_ptr(std::future_error(std::future_errc::broken_promise));
+        state->error_ =
+            std::make_exception_ptr(std::future_error(std::future_errc::broken_promise));
         detail::FutureContinuation::RunAll(state->Publish());
     }
 

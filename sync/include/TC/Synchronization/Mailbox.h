@@ -88,8 +88,11 @@ public:
     class [[nodiscard("co_await it")]] TakeAwaiter
     {
     public:
-        explicit TakeAwaiter(Mailbox& owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
-        bool await_ready() { return (taken_ = owner_.TryTake()).has_value(); }
+        explicit TakeAwaiter(Mailbox & owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
+        bool await_ready()
+        {
+            return (taken_ = owner_.TryTake()).has_value();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
@@ -113,11 +116,14 @@ public:
     class [[nodiscard("co_await it")]] TakeForAwaiter
     {
     public:
-        TakeForAwaiter(Mailbox& owner, Duration timeout) noexcept
+        TakeForAwaiter(Mailbox & owner, Duration timeout) noexcept
             : owner_(owner), inner_(owner.Callback(), timeout)
         {
         }
-        bool await_ready() { return (taken_ = owner_.TryTake()).has_value(); }
+        bool await_ready()
+        {
+            return (taken_ = owner_.TryTake()).has_value();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {

@@ -87,8 +87,13 @@ public:
     class [[nodiscard("co_await it")]] LockAwaiter
     {
     public:
-        explicit LockAwaiter(Mutex& owner) noexcept : owner_(owner), node_(owner), inner_(&node_) {}
-        bool await_ready() noexcept { return owner_.try_lock(); }
+        explicit LockAwaiter(Mutex & owner) noexcept : owner_(owner), node_(owner), inner_(&node_)
+        {
+        }
+        bool await_ready() noexcept
+        {
+            return owner_.try_lock();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {

@@ -34,8 +34,7 @@ public:
     // without EnableTimers.
     bool Acquire(Duration timeout)
     {
-        return core_.TryAcquire()
-               || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
+        return core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
     }
 
     // Adds n permits and resumes up to n waiters (each with its permit). Any thread, also a
@@ -50,8 +49,11 @@ public:
     class [[nodiscard("co_await it")]] AcquireAwaiter
     {
     public:
-        explicit AcquireAwaiter(Semaphore& owner) noexcept : inner_(owner.core_) {}
-        bool await_ready() noexcept { return inner_.await_ready(); }
+        explicit AcquireAwaiter(Semaphore & owner) noexcept : inner_(owner.core_) {}
+        bool await_ready() noexcept
+        {
+            return inner_.await_ready();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
@@ -67,11 +69,14 @@ public:
     class [[nodiscard("co_await it")]] AcquireForAwaiter
     {
     public:
-        AcquireForAwaiter(Semaphore& owner, Duration timeout) noexcept
+        AcquireForAwaiter(Semaphore & owner, Duration timeout) noexcept
             : inner_(owner.core_, timeout)
         {
         }
-        bool await_ready() noexcept { return inner_.await_ready(); }
+        bool await_ready() noexcept
+        {
+            return inner_.await_ready();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {

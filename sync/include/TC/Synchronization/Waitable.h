@@ -36,8 +36,7 @@ public:
 
     // Single only: as Wait, but gives up after `timeout` and then returns false. Returns true
     // when TryWait succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
-    bool Wait(Duration timeout)
-        requires(Kind == SuspensionKind::Single)
+    bool Wait(Duration timeout) requires(Kind == SuspensionKind::Single)
     {
         if (!Self().TryWait() && !this->SuspendFor(timeout))
             return false;
@@ -50,14 +49,20 @@ public:
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
     public:
-        explicit WaitAwaiter(Waitable& owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
-        bool await_ready() { return owner_.Self().TryWait(); }
+        explicit WaitAwaiter(Waitable & owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
+        bool await_ready()
+        {
+            return owner_.Self().TryWait();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
             return inner_.await_suspend(handle);
         }
-        void await_resume() { AfterWait(owner_.Self()); }
+        void await_resume()
+        {
+            AfterWait(owner_.Self());
+        }
 
     private:
         Waitable& owner_;
@@ -68,7 +73,7 @@ public:
     class [[nodiscard("co_await it")]] WaitForAwaiter
     {
     public:
-        WaitForAwaiter(Waitable& owner, Duration timeout) noexcept
+        WaitForAwaiter(Waitable & owner, Duration timeout) noexcept
             : owner_(owner), inner_(owner.Callback(), timeout)
         {
         }
@@ -97,8 +102,7 @@ public:
     };
 
     WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
-    WaitForAwaiter WaitAsync(Duration timeout) noexcept
-        requires(Kind == SuspensionKind::Single)
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept requires(Kind == SuspensionKind::Single)
     {
         return WaitForAwaiter(*this, timeout);
     }

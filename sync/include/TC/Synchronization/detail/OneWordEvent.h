@@ -92,16 +92,16 @@ public:
             SuspendTask(this);
     }
 
-    bool Wait(Duration timeout)
-    {
-        return TryWait() || SuspendTaskFor(this, timeout);
-    }
+    bool Wait(Duration timeout) { return TryWait() || SuspendTaskFor(this, timeout); }
 
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
     public:
-        explicit WaitAwaiter(OneWordEvent& owner) noexcept : owner_(owner), inner_(&owner) {}
-        bool await_ready() noexcept { return owner_.TryWait(); }
+        explicit WaitAwaiter(OneWordEvent & owner) noexcept : owner_(owner), inner_(&owner) {}
+        bool await_ready() noexcept
+        {
+            return owner_.TryWait();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
@@ -117,17 +117,23 @@ public:
     class [[nodiscard("co_await it")]] WaitForAwaiter
     {
     public:
-        WaitForAwaiter(OneWordEvent& owner, Duration timeout) noexcept
+        WaitForAwaiter(OneWordEvent & owner, Duration timeout) noexcept
             : owner_(owner), inner_(&owner, timeout)
         {
         }
-        bool await_ready() noexcept { return ready_ = owner_.TryWait(); }
+        bool await_ready() noexcept
+        {
+            return ready_ = owner_.TryWait();
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
             return inner_.await_suspend(handle);
         }
-        bool await_resume() noexcept { return ready_ || inner_.await_resume(); }
+        bool await_resume() noexcept
+        {
+            return ready_ || inner_.await_resume();
+        }
 
     private:
         OneWordEvent& owner_;

@@ -29,7 +29,6 @@ enum class AcquireResult : std::uint32_t
 // sees the permit or Release sees the waiter and hands permits out, FIFO, under the lock. A
 // newcomer's TryAcquire may take a permit before a queued waiter (no strict FIFO under barging),
 // which keeps the uncontended path free of the lock. Resumes happen after the lock is released.
-// A converted thread spins briefly for a permit before it sleeps (see SemaphoreCore.cpp).
 class SemaphoreCore
 {
 public:
@@ -84,17 +83,23 @@ public:
     class [[nodiscard("co_await it")]] AcquireAwaiter
     {
     public:
-        explicit AcquireAwaiter(SemaphoreCore& owner) noexcept
+        explicit AcquireAwaiter(SemaphoreCore & owner) noexcept
             : owner_(owner), node_(owner), inner_(&node_)
         {
         }
-        bool await_ready() noexcept { return owner_.Ready(node_); }
+        bool await_ready() noexcept
+        {
+            return owner_.Ready(node_);
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
             return inner_.await_suspend(handle);
         }
-        AcquireResult await_resume() const noexcept { return AcquireResult(node_.status); }
+        AcquireResult await_resume() const noexcept
+        {
+            return AcquireResult(node_.status);
+        }
 
     private:
         SemaphoreCore& owner_;
@@ -106,11 +111,14 @@ public:
     class [[nodiscard("co_await it")]] AcquireForAwaiter
     {
     public:
-        AcquireForAwaiter(SemaphoreCore& owner, Duration timeout) noexcept
+        AcquireForAwaiter(SemaphoreCore & owner, Duration timeout) noexcept
             : owner_(owner), node_(owner), inner_(&node_, timeout)
         {
         }
-        bool await_ready() noexcept { return owner_.Ready(node_); }
+        bool await_ready() noexcept
+        {
+            return owner_.Ready(node_);
+        }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
         {
@@ -118,7 +126,10 @@ public:
         }
         AcquireResult await_resume() noexcept
         {
-            if (node_.status == 0 && !inner_.await_resume())
+            // Settle the timer on every path: when a Release handed the permit over (status set)
+            // the deadline is still armed, and the frame holding it may be freed next.
+            const bool resumed = inner_.await_resume();
+            if (node_.status == 0 && !resumed)
                 return AcquireResult::TimedOut;
             return AcquireResult(node_.status);
         }
@@ -143,8 +154,6 @@ private:
     }
 
     void Wake() noexcept;
-    // Converted threads only: a short spin before sleeping; true if it got a permit.
-    bool SpinForPermit() noexcept;
 
     std::atomic<std::int64_t> count_;
     std::atomic<std::uint32_t> waiters_{0};

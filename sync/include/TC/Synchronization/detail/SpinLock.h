@@ -41,8 +41,8 @@ public:
     bool try_lock() noexcept
     {
         // acquire: as in lock().
-        return !locked_.load(std::memory_order_relaxed)
-               && !locked_.exchange(true, std::memory_order_acquire);
+        return !locked_.load(std::memory_order_relaxed) &&
+               !locked_.exchange(true, std::memory_order_acquire);
     }
 
     // release: publishes what was written under the lock to the next holder.

@@ -1,0 +1,100 @@
+// TC::strands benchmarks: posting callables to strands on a two-worker Scheduler (with asio's
+// strand over asio::thread_pool in the same run, where asio is installed), and coroutine
+// spawn-and-join.
+
+#include <TC/Core.h>
+#include <TC/Strands.h>
+
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#if __has_include(<asio.hpp>)
+#include <asio.hpp>
+#define TC_STRANDS_BENCH_ASIO 1
+#endif
+
+namespace
+{
+// Posts state.iterations() callables round-robin over range(0) strands, then waits until all
+// have run: time per callable, posting and running, serialised per strand.
+void BM_StrandPost(benchmark::State& state)
+{
+    const auto strandCount = static_cast<std::size_t>(state.range(0));
+    TC::Scheduler scheduler(2u);
+    std::vector<std::unique_ptr<TC::Strand>> strands;
+    for (std::size_t i = 0; i < strandCount; ++i)
+        strands.push_back(std::make_unique<TC::Strand>(scheduler));
+    std::atomic<std::int64_t> ran{0};
+    std::int64_t posted = 0;
+    std::size_t next = 0;
+    for (auto _ : state)
+    {
+        strands[next]->Post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        if (++next == strandCount)
+            next = 0;
+        ++posted;
+    }
+    while (ran.load(std::memory_order_relaxed) != posted)
+        std::this_thread::yield();
+    state.SetItemsProcessed(posted);
+    for (auto& strand : strands)
+        strand->WaitIdle();
+}
+BENCHMARK(BM_StrandPost)->Arg(1)->Arg(64)->UseRealTime();
+
+#if TC_STRANDS_BENCH_ASIO
+void BM_AsioStrandPost(benchmark::State& state)
+{
+    const auto strandCount = static_cast<std::size_t>(state.range(0));
+    asio::thread_pool pool(2);
+    using Strand = asio::strand<asio::thread_pool::executor_type>;
+    std::vector<Strand> strands;
+    for (std::size_t i = 0; i < strandCount; ++i)
+        strands.push_back(asio::make_strand(pool.get_executor()));
+    std::atomic<std::int64_t> ran{0};
+    std::int64_t posted = 0;
+    std::size_t next = 0;
+    for (auto _ : state)
+    {
+        asio::post(strands[next], [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        if (++next == strandCount)
+            next = 0;
+        ++posted;
+    }
+    while (ran.load(std::memory_order_relaxed) != posted)
+        std::this_thread::yield();
+    state.SetItemsProcessed(posted);
+    pool.join();
+}
+BENCHMARK(BM_AsioStrandPost)->Arg(1)->Arg(64)->UseRealTime();
+#endif
+
+TC::Task<int> Child(int value)
+{
+    co_return value + 1;
+}
+
+TC::Task<void> SpawnAndJoin(int children, std::int64_t* sum)
+{
+    for (int i = 0; i < children; ++i)
+        *sum += co_await Child(i);
+}
+
+// One coroutine spawns range(0) child tasks one after another and joins each (co_await): time
+// per child -- frame allocation, start, symmetric transfer back, result, free.
+void BM_CoroutineSpawnJoin(benchmark::State& state)
+{
+    const auto children = static_cast<int>(state.range(0));
+    std::int64_t sum = 0;
+    for (auto _ : state)
+        TC::SyncRun(SpawnAndJoin(children, &sum));
+    benchmark::DoNotOptimize(sum);
+    state.SetItemsProcessed(state.iterations() * children);
+}
+BENCHMARK(BM_CoroutineSpawnJoin)->Arg(1000);
+} // namespace
