@@ -118,7 +118,7 @@ void Serve(Mailbox& requests, Mailbox& replies) noexcept
 }
 
 // ---------------------------------------------------------------------------------------------
-// BM_ContextSwitch: two tasks on one worker hand the processor to each other through the bare
+// BM_TaskSwitch: two tasks on one worker hand the processor to each other through the bare
 // protocol -- each resumes the other's handle, then suspends publishing its own -- so an item is
 // one switch: one ResumeTask (a local-queue push), one SuspendTask (a direct switch to the next
 // local task) and one OnSuspended call, with no read-modify-write at all.
@@ -146,7 +146,7 @@ private:
     std::atomic<TC::SuspendedTask> handle_{nullptr};
 };
 
-void BM_ContextSwitch(benchmark::State& state)
+void BM_TaskSwitch(benchmark::State& state)
 {
     TC::Scheduler scheduler(Workers(1));
     BatonSide sideA;
@@ -177,7 +177,7 @@ void BM_ContextSwitch(benchmark::State& state)
     RunPair(scheduler, b, a);
     TCBench::ReportItems(state, 2); // A -> B and B -> A
 }
-BENCHMARK(BM_ContextSwitch)->UseRealTime();
+BENCHMARK(BM_TaskSwitch)->UseRealTime();
 
 // BM_Yield_TC: two tasks on one worker alternate with YieldTask; an item is one yield (which goes
 // to the back of the scheduler's shared queue, so it costs more than the direct switch above).

@@ -4,7 +4,10 @@
  *   Saves exactly what the ABI says a callee must preserve -- rbx, rbp, r12-r15, the MXCSR
  *   control/status bits and the x87 control word -- on the current stack, stores the stack
  *   pointer to *saveSp, loads loadSp and restores the same set from there. rip travels as the
- *   return address. Frame layout at a saved stack pointer (ContextAsm.cpp mirrors it):
+ *   return address, but is popped into r8 (caller-saved) and reached with an indirect jump: a
+ *   `ret` would be predicted to return to this call's own caller, which it never does, and
+ *   that misprediction tripled the cost of a switch (23.7 ns against 7.9 ns for Boost.Context,
+ *   which jumps the same way). Frame layout at a saved stack pointer (ContextAsm.cpp mirrors it):
  *     [sp+0]  MXCSR (low 4 bytes), x87 control word (next 2 bytes)
  *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
  *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
@@ -35,7 +38,8 @@ TC_SwitchContext:
     popq    %r12
     popq    %rbx
     popq    %rbp
-    ret
+    popq    %r8
+    jmp     *%r8
     .cfi_endproc
     .size   TC_SwitchContext, .-TC_SwitchContext
 
