@@ -50,23 +50,26 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 }
 } // namespace
 
+// A task resumed from its own worker is a local queue push; from elsewhere, a shared enqueue.
+inline void RescheduleTask(Task* task) noexcept
+{
+    try
+    {
+        task->scheduler->Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
+    }
+    catch (...)
+    {
+        ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
+    }
+}
+
 void Reschedule(SuspendedTaskEntry* entry) noexcept
 {
     switch (entry->kind_)
     {
     case WaiterKind::Task:
-    {
-        Task* task = TaskOf(entry);
-        try
-        {
-            task->scheduler->Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
-        }
-        catch (...)
-        {
-            ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
-        }
+        RescheduleTask(TaskOf(entry));
         break;
-    }
     case WaiterKind::Thread:
     {
         // The fetch_or is the last access to the waiter's word that it may still depend on; the
@@ -158,16 +161,7 @@ void ResumeTask(SuspendedTask task) noexcept
         NoteTimerResume(*timer);
     else if (entry->kind_ == WaiterKind::Task)
     {
-        // The common case, inline: a task resumed from its own worker is a local queue push.
-        Task* resumed = TaskOf(entry);
-        try
-        {
-            resumed->scheduler->Enqueue(reinterpret_cast<std::uintptr_t>(resumed), resumed->priority);
-        }
-        catch (...)
-        {
-            ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
-        }
+        RescheduleTask(TaskOf(entry)); // the common case, inline
         return;
     }
     Reschedule(entry);

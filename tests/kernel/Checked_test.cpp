@@ -2,6 +2,7 @@
 // checked build of the kernel in every configuration, so it proves the checks in Release too.
 
 #include "DeathTest.h"
+#include "Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 
 using namespace TC;
+using TestSupport::Detached;
 using TestSupport::RunInChild;
 
 namespace
@@ -21,18 +23,6 @@ struct Keep final : ISuspendCallback
 {
     std::atomic<SuspendedTask> task{nullptr};
     void OnSuspended(SuspendedTask t) noexcept override { task.store(t); }
-};
-
-struct Detached
-{
-    struct promise_type
-    {
-        Detached get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
 };
 
 void RequireRule(const TestSupport::ChildResult& result, const char* rule)

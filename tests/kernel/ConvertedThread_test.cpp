@@ -1,6 +1,7 @@
 // Converted threads: any OS thread waits through the same protocol as a task, on the same
 // callback objects, explicitly converted or on its first wait.
 
+#include "Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -12,22 +13,11 @@
 #include <thread>
 
 using namespace TC;
+using TestSupport::Detached;
 using TestSupport::Mailbox;
 
 namespace
 {
-struct Detached
-{
-    struct promise_type
-    {
-        Detached get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
-
 // Counts waiters on one callback object, whatever kind they are.
 struct SharedGate final : ISuspendCallback
 {

@@ -1,6 +1,7 @@
 // Coroutines on the suspend protocol: the entry lives in the awaiter, OnSuspended runs from
 // await_suspend, and ResumeTask hands the coroutine to the executor current when it suspended.
 
+#include "Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -12,21 +13,10 @@
 #include <thread>
 
 using namespace TC;
+using TestSupport::Detached;
 
 namespace
 {
-struct Detached
-{
-    struct promise_type
-    {
-        Detached get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
-
 struct Slot final : ISuspendCallback
 {
     std::atomic<SuspendedTask> task{nullptr};

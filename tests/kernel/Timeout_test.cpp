@@ -1,6 +1,7 @@
 // SuspendTaskFor: the timeout race in both outcomes, zero timeouts, early resumes, and the same
 // for converted threads and coroutines.
 
+#include "Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 
 using namespace TC;
+using TestSupport::Detached;
 using namespace std::chrono_literals;
 using TestSupport::Mailbox;
 
@@ -40,18 +42,6 @@ struct ResumerHasIt final : ISuspendCallback
     }
 };
 
-// A minimal coroutine type for these tests: starts eagerly, frees itself at the end.
-struct Fire
-{
-    struct promise_type
-    {
-        Fire get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
 } // namespace
 
 TEST_CASE("A timed wait that nobody ends returns false (OnTimeout took it back)")
@@ -205,7 +195,7 @@ TEST_CASE("A converted thread's timed wait times out and is resumed early")
 
 namespace
 {
-Fire TimedCoroutine(ISuspendCallback* callback, Duration timeout, std::atomic<int>* result)
+Detached TimedCoroutine(ISuspendCallback* callback, Duration timeout, std::atomic<int>* result)
 {
     const bool resumed = co_await SuspendTaskForAsync(callback, timeout);
     *result = resumed ? 1 : 0;
