@@ -1,0 +1,216 @@
+// guide-coroutines: the code of the "Coroutines and the resume context" guide -- Task<T>,
+// SyncRun, WhenAll, WhenAny, stop tokens, and where a coroutine continues after a wait: on the
+// strand, on the scheduler, or inline on the resuming thread. Prints one line per case and exits
+// non-zero if a check fails.
+
+#include <TC/Core.h>
+#include <TC/Strands.h>
+#include <TC/Synchronization.h>
+
+#include <atomic>
+#include <cstdio>
+#include <optional>
+#include <string_view>
+#include <thread>
+
+namespace Sync = TC::Synchronization;
+
+namespace
+{
+int failures = 0;
+
+void Check(bool ok, const char* what)
+{
+    std::printf("%-62s %s\n", what, ok ? "ok" : "FAILED");
+    failures += ok ? 0 : 1;
+}
+
+// [guide:task]
+// Lazy: nothing runs until the Task is awaited (or started by its owner). Parameters are values:
+// a reference would dangle once the coroutine suspends.
+TC::Task<int> Length(std::string_view text)
+{
+    co_return static_cast<int>(text.size());
+}
+
+TC::Task<int> TotalLength()
+{
+    const int a = co_await Length("four");  // the child starts by symmetric transfer ...
+    const int b = co_await Length("three"); // ... and its frame is freed at the end of the line
+    co_return a + b;
+}
+// [/guide:task]
+
+// Runs a root task for its effects and counts `done` down at its end.
+TC::DetachedTask Drive(TC::Task<void> task, Sync::Latch* done)
+{
+    co_await std::move(task);
+    done->CountDown();
+}
+
+// [guide:when-all]
+TC::Task<void> AddOnWorker(TC::Scheduler* workers, std::atomic<int>* total, int n)
+{
+    co_await workers->Schedule(); // each child continues on a worker: they run in parallel
+    *total += n;
+}
+
+TC::Task<void> AddAll(TC::Scheduler* workers, std::atomic<int>* total)
+{
+    co_await TC::WhenAll(AddOnWorker(workers, total, 1), AddOnWorker(workers, total, 2),
+                         AddOnWorker(workers, total, 3)); // resumes once all three finished
+}
+// [/guide:when-all]
+
+// [guide:when-any]
+// Waits for an item that never comes: it unwinds when its flow's token is stopped (Pop throws
+// OperationCancelled).
+TC::Task<void> WaitForever(TC::AsyncQueue<int>* queue)
+{
+    (void)co_await queue->Pop();
+}
+
+TC::Task<void> Quick()
+{
+    co_return;
+}
+
+TC::Task<void> Race(TC::Scheduler* workers, TC::AsyncQueue<int>* queue,
+                    std::optional<std::size_t>* winner)
+{
+    co_await workers->Schedule();
+    // Quick completes, stops the token WaitForever inherited, and WhenAny resumes us once both
+    // children have finished.
+    *winner = co_await TC::WhenAny(WaitForever(queue), Quick());
+}
+// [/guide:when-any]
+
+// [guide:stop-token]
+// A root task observes the token its owner gives it; everything it awaits inherits it.
+TC::Task<bool> UntilStopped(TC::AsyncQueue<int>* queue)
+{
+    const TC::StopToken token = co_await TC::ThisCoroStopToken(); // never suspends
+    bool cancelled = false;
+    try
+    {
+        (void)co_await queue->Pop();
+    }
+    catch (const TC::OperationCancelled&)
+    {
+        cancelled = true; // unwound through RAII; co_await is not allowed in a handler
+    }
+    co_return cancelled&& token.stop_requested();
+}
+// [/guide:stop-token]
+
+// [guide:resume-context]
+// The same wait from three places. A coroutine that awaits any primitive continues on the
+// executor that was current when it suspended -- whoever sets the event, from whatever thread.
+TC::DetachedTask OnStrand(TC::Strand* strand, Sync::AutoResetEvent_s* event, bool* here,
+                          Sync::Latch* done)
+{
+    co_await TC::ResumeOn{*strand};
+    co_await *event;               // set by a plain thread ...
+    *here = strand->RunningHere(); // ... and still back on the strand
+    done->CountDown();
+}
+
+TC::DetachedTask OnScheduler(TC::Scheduler* scheduler, Sync::AutoResetEvent_s* event, bool* here,
+                             Sync::Latch* done)
+{
+    co_await scheduler->Schedule();
+    co_await *event;
+    *here = TC::Scheduler::Current() == scheduler; // on one of its workers
+    done->CountDown();
+}
+
+TC::DetachedTask Nowhere(Sync::AutoResetEvent_s* event, std::thread::id* ranOn)
+{
+    co_await *event; // no executor was current: it continues inline on the setting thread
+    *ranOn = std::this_thread::get_id();
+}
+// [/guide:resume-context]
+} // namespace
+
+int main()
+{
+    TC::Scheduler workers(2u);
+
+    // [guide:sync-run]
+    const int total = TC::SyncRun(TotalLength()); // drives a task that never parks
+    // [/guide:sync-run]
+    Check(total == 9, "Task<int> chain driven by SyncRun");
+
+    {
+        std::atomic<int> sum{0};
+        Sync::Latch done(1);
+        Drive(AddAll(&workers, &sum), &done);
+        done.Wait();
+        Check(sum == 6, "WhenAll: three children on the workers");
+    }
+
+    {
+        TC::AsyncQueue<int> queue(workers);
+        std::optional<std::size_t> winner;
+        Sync::Latch done(1);
+        Drive(Race(&workers, &queue, &winner), &done);
+        done.Wait();
+        Check(winner == 1u && !queue.HasWaiter(),
+              "WhenAny: Quick (index 1) won, the loser unwound");
+    }
+
+    {
+        // [guide:stop-source]
+        TC::Scheduler host(0u); // no workers: this thread pumps it
+        TC::AsyncQueue<int> queue(host);
+        TC::StopSource source;
+        TC::Task<bool> task = UntilStopped(&queue);
+        task.SetStopToken(source.get_token()); // before it starts; an awaited task inherits
+        const bool cancelled = TC::SyncRunWith(
+            std::move(task),
+            [&]
+            {
+                source.request_stop(); // Pop's stop callback hands the coroutine to `host` ...
+                host.RunUntilIdle();   // ... which runs it to its end, here
+            });
+        // [/guide:stop-source]
+        Check(cancelled, "stop token: a parked Pop unwinds with OperationCancelled");
+    }
+
+    {
+        TC::Strand strand(workers);
+        Sync::AutoResetEvent_s event;
+        bool here = false;
+        Sync::Latch done(1);
+        OnStrand(&strand, &event, &here, &done);
+        while (!event.IsSuspended())
+            std::this_thread::yield(); // let it park first: the point is a real suspension
+        std::thread([&] { event.Set(); }).join();
+        done.Wait();
+        strand.WaitIdle();
+        Check(here, "resume context: set from a thread, back on the strand");
+    }
+    {
+        Sync::AutoResetEvent_s event;
+        bool here = false;
+        Sync::Latch done(1);
+        OnScheduler(&workers, &event, &here, &done);
+        while (!event.IsSuspended())
+            std::this_thread::yield();
+        std::thread([&] { event.Set(); }).join();
+        done.Wait();
+        Check(here, "resume context: set from a thread, back on the scheduler");
+    }
+    {
+        Sync::AutoResetEvent_s event;
+        std::thread::id ranOn;
+        Nowhere(&event, &ranOn); // parks at once: nothing is set
+        std::thread setter([&] { event.Set(); });
+        const std::thread::id setterId = setter.get_id();
+        setter.join();
+        Check(ranOn == setterId, "resume context: none current, inline on the setting thread");
+    }
+
+    std::printf("%s\n", failures == 0 ? "OK" : "FAILED");
+    return failures == 0 ? 0 : 1;
+}
