@@ -21,7 +21,7 @@ namespace TC::detail
 {
 namespace
 {
-constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
+[[maybe_unused]] constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
 constexpr std::size_t kStackCacheLimit = 16; // per worker; the rest goes to the shared pool
 constexpr std::int64_t kSpinNanoseconds = 20000; // an idle worker spins about 20 us, then sleeps
 
@@ -686,7 +686,7 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
     ReturnStack(stack);
 }
 
-void SchedulerCore::Launch(Task* task) noexcept
+void SchedulerCore::Launch(Task* task)
 {
     live.fetch_add(1, std::memory_order_relaxed);
     try
@@ -695,8 +695,11 @@ void SchedulerCore::Launch(Task* task) noexcept
     }
     catch (...)
     {
-        std::fprintf(stderr, "TC: out of memory queueing a new task\n");
-        std::terminate();
+        // Nothing was queued: the start fails as a whole and the caller gets the exception.
+        live.fetch_sub(1, std::memory_order_relaxed);
+        task->body->destroy(task->callable);
+        FreeUnstartedTask(task);
+        throw;
     }
 }
 
@@ -804,7 +807,7 @@ void Scheduler::FreeUnstartedTask(Task* task) noexcept
     core_->FreeUnstartedTask(task);
 }
 
-Task* Scheduler::LaunchTask(Task* task) noexcept
+Task* Scheduler::LaunchTask(Task* task)
 {
     core_->Launch(task);
     return task;

@@ -137,7 +137,7 @@ public:
     // ---- tasks ----
     Task* AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot);
     void FreeUnstartedTask(Task* task) noexcept;
-    void Launch(Task* task) noexcept;
+    void Launch(Task* task); // throws what queueing throws; the task is then freed
     void FinishTask(Task* task) noexcept;
     void FreeTask(Task* task) noexcept; // the last reference is gone
 

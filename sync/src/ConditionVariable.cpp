@@ -33,6 +33,7 @@ void ConditionVariable::Node::OnSuspended(SuspendedTask handle) noexcept
     {
         std::lock_guard guard(owner_->lock_);
         owner_->list_.PushBack(this);
+        waitingHere = true;
     }
     // Queued before the mutex is released: a Notify made under the mutex from now on sees us.
     mutex->unlock();
@@ -42,9 +43,10 @@ bool ConditionVariable::Node::OnTimeout(SuspendedTask) noexcept
 {
     ConditionVariable& owner = *owner_;
     std::lock_guard guard(owner.lock_);
-    if (!linked)
+    if (!waitingHere)
         return false; // notified: on its way through the mutex's queue
     owner.list_.Remove(this);
+    waitingHere = false;
     return true;
 }
 
@@ -54,6 +56,8 @@ void ConditionVariable::NotifyOne() noexcept
     {
         std::lock_guard guard(lock_);
         node = list_.PopFront();
+        if (node)
+            static_cast<Node*>(node)->waitingHere = false;
     }
     if (node)
         static_cast<Node*>(node)->GetMutex()->LockOrEnqueue(node);
@@ -65,6 +69,8 @@ void ConditionVariable::NotifyAll() noexcept
     {
         std::lock_guard guard(lock_);
         node = list_.TakeAll();
+        for (detail::WaitNode* n = node; n; n = n->next)
+            static_cast<Node*>(n)->waitingHere = false;
     }
     while (node)
     {

@@ -12,7 +12,7 @@ namespace TestSupport
 // Its re-check in OnSuspended reads the mailbox after publishing the waiter, so a mailbox must
 // outlive every OnSuspended that may still be running on a scheduler thread: the tests declare
 // mailboxes before the scheduler, whose destructor joins its threads.
-class Mailbox : private TC::ISuspendCallback
+class Mailbox final : private TC::ISuspendCallback
 {
 public:
     void Put(int value) noexcept

@@ -162,8 +162,8 @@ public:
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
-    // Starts `callable` as a stackful task. Throws what the stack allocation or the callable's
-    // move throws; nothing is started then.
+    // Starts `callable` as a stackful task. Throws what the stack allocation, the callable's
+    // move or queueing the task throws (std::bad_alloc); nothing is started then.
     template <class F>
     JoinHandle Start(F&& callable, TaskOptions options = {})
     {
@@ -231,7 +231,7 @@ private:
     friend void MoveCurrentTaskTo(Scheduler& target, Priority priority);
     detail::Task* AllocateTask(const TaskOptions& options, const detail::TaskBody& body, void*& slot);
     void FreeUnstartedTask(detail::Task* task) noexcept;
-    detail::Task* LaunchTask(detail::Task* task) noexcept;
+    detail::Task* LaunchTask(detail::Task* task); // frees the task (callable too) if it throws
 
     std::unique_ptr<detail::SchedulerCore> core_;
 };

@@ -26,8 +26,10 @@ bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 
 // Makes a suspended waiter runnable again where it was suspended: a task on its scheduler, a
 // converted thread in its wait, a coroutine on the executor that was current when it suspended
-// (inline on the calling thread if there was none). Callable from any thread, also from a
-// callback and from a signal handler for task and thread waiters. Each handle exactly once.
+// (inline on the calling thread if there was none). Callable from any thread and from a
+// callback. From a signal handler only for a converted-thread waiter in a build without checked
+// mode (one atomic or and a futex wake); a task waiter's resume may allocate and lock, so a
+// handler relays through a thread (tests/misuse shows the pattern). Each handle exactly once.
 void ResumeTask(SuspendedTask task) noexcept;
 
 // A TaskHandle names a running task; it cannot be resumed. This overload exists to say so.

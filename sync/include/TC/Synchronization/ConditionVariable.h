@@ -103,6 +103,10 @@ private:
         void OnSuspended(SuspendedTask handle) noexcept override;
         bool OnTimeout(SuspendedTask handle) noexcept override;
         Mutex* GetMutex() const noexcept { return mutex_; }
+        // On this condition variable's list (guarded by its lock_). Not WaitNode::linked: once
+        // a Notify hands the node to the mutex's queue, `linked` speaks of that queue, and a
+        // timeout must not take the node out of the wrong list.
+        bool waitingHere = false;
 
     private:
         ConditionVariable* owner_;

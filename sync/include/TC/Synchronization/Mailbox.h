@@ -23,7 +23,9 @@ namespace TC::Synchronization
 // slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
 // (TryResume) runs after it was published, so one of the two always sees the other.
 //
-// Destruction: when no taker is suspended and no Put is running.
+// Destruction: when no taker is suspended, no Put is running and no re-check can still be
+// running (see SuspendableBase<Single>: the taker's re-check reads the mailbox after it was
+// published, possibly after a Put already resumed the taker).
 template <class T>
 class Mailbox : public Suspendable<SuspensionKind::Single, Mailbox<T>>
 {

@@ -30,8 +30,14 @@ class SuspendableBase;
 // the slot once it is off the processor, then OnPublished() runs (the re-check hook that
 // Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
 // reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
-// with the same exchange. Destroy the object only when no waiter is suspended on it and no
-// Resume of it is still running.
+// with the same exchange. Destroy the object only when no waiter is suspended on it, no Resume
+// of it is still running, and no OnPublished of it can still be running: the re-check reads the
+// object after the waiter was published, so (as seed 004 says of its Mailbox) a waiter that was
+// resumed meanwhile may return from its wait while that re-check is still on the scheduler's
+// thread. Destroying the object after the scheduler that ran the waiter has been destroyed (or
+// after another wait on the same thread) is safe. A primitive that must be destroyable right
+// after its wait returns keeps state and waiter in one word instead (AutoResetEvent_s,
+// ManualResetEvent_s), or drains its callers before returning (Latch, WaitGroup).
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
 {

@@ -1,0 +1,599 @@
+// Fault injection: every allocation (and every stack) on the paths that allocate is failed in
+// turn. Each failure must surface as std::bad_alloc from the call that asked, leave the object
+// usable, lose no work queued before it, and leak nothing (the asan configuration runs LSan).
+
+#include "FaultAllocator.h"
+
+#include <TC/Core.h>
+#include <TC/Strands.h>
+#include <TC/Synchronization/Channel.h>
+#include <TC/Synchronization/Future.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+using namespace TC;
+using Faults::Armed;
+using Faults::ForEveryAllocation;
+
+namespace
+{
+struct AttemptResult
+{
+    long count;
+    bool threw;
+};
+
+// Too big for a strand's inline call slot: a post of it allocates its call.
+struct BigCall
+{
+    std::atomic<int>* ran;
+    void* pad[5];
+    void operator()() const { ran->fetch_add(1); }
+};
+} // namespace
+
+TEST_CASE("Start: a failing allocation in the callable's copy starts nothing, loses no queued task",
+          "[faults][start]")
+{
+    Scheduler scheduler; // host-pumped: what is queued stays queued until we pump
+    std::atomic<int> ran{0};
+    int expected = 0;
+    std::vector<JoinHandle> handles;
+    const std::vector<int> payload(100, 7); // its copy into the task allocates
+    const long points = ForEveryAllocation(
+        [&](long n)
+        {
+            for (int i = 0; i < 3; ++i)
+                handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }));
+            expected += 3;
+            const std::size_t liveBefore = scheduler.LiveTasks();
+            auto task = [&ran, payload] { ran.fetch_add(payload[0] == 7 ? 1 : 0); };
+            AttemptResult result{0, false};
+            {
+                Armed armed(n);
+                try
+                {
+                    handles.push_back(scheduler.Start(task));
+                    ++expected;
+                }
+                catch (const std::bad_alloc&)
+                {
+                    result.threw = true;
+                }
+                result.count = armed.Count();
+            }
+            CHECK(scheduler.LiveTasks() == liveBefore + (result.threw ? 0 : 1));
+            // Usable after the failure: the same start succeeds.
+            handles.push_back(scheduler.Start(task));
+            ++expected;
+            scheduler.RunUntilIdle();
+            for (JoinHandle& handle : handles)
+                handle.Join();
+            handles.clear();
+            REQUIRE(ran.load() == expected);
+            return result;
+        });
+    REQUIRE(points >= 1);
+}
+
+TEST_CASE("Start: a failing stack allocation throws, starts nothing and loses no queued task",
+          "[faults][stack]")
+{
+    Faults::FailingStackAllocator stacks;
+    std::atomic<int> ran{0};
+    {
+        SchedulerOptions options;
+        options.stackAllocator = &stacks;
+        options.stackSize = StackSize::Small;
+        Scheduler scheduler(options);
+        for (long n = 1; n <= 8; ++n)
+        {
+            // Unpumped, each start needs a fresh stack: the nth of the eight fails.
+            stacks.Reset(stacks.Calls() + n);
+            std::vector<JoinHandle> handles;
+            int started = 0;
+            int failures = 0;
+            for (int i = 0; i < 8; ++i)
+            {
+                try
+                {
+                    handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }));
+                    ++started;
+                }
+                catch (const std::bad_alloc&)
+                {
+                    ++failures;
+                    CHECK(scheduler.LiveTasks() == static_cast<std::size_t>(started));
+                }
+            }
+            // The pool may already hold stacks from earlier rounds, which do not fail.
+            CHECK(failures <= 1);
+            CHECK(started + failures == 8);
+            const int before = ran.load();
+            scheduler.RunUntilIdle();
+            for (JoinHandle& handle : handles)
+                handle.Join();
+            REQUIRE(ran.load() == before + started);
+            REQUIRE(scheduler.LiveTasks() == 0);
+        }
+        // Force fresh stacks: eight tasks alive at once, the third stack fails.
+        stacks.Reset(stacks.Calls() + 3);
+        std::vector<JoinHandle> handles;
+        std::vector<std::size_t> sizes{5 * 4096, 6 * 4096, 7 * 4096, 9 * 4096};
+        int started = 0;
+        int failures = 0;
+        for (std::size_t size : sizes)
+        {
+            TaskOptions taskOptions;
+            taskOptions.stackSize = size; // a size the pool has never seen: a new stack
+            try
+            {
+                handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }, taskOptions));
+                ++started;
+            }
+            catch (const std::bad_alloc&)
+            {
+                ++failures;
+            }
+        }
+        REQUIRE(failures == 1);
+        const int before = ran.load();
+        scheduler.RunUntilIdle();
+        for (JoinHandle& handle : handles)
+            handle.Join();
+        REQUIRE(ran.load() == before + started);
+    }
+    // Every stack handed out was given back when the scheduler went.
+    REQUIRE(stacks.Live() == 0);
+}
+
+TEST_CASE("Strand: a failing allocation at every step of a first post or submit loses nothing",
+          "[faults][strand]")
+{
+    Scheduler scheduler;
+    std::atomic<int> ran{0};
+    int expected = 0;
+    SECTION("a fresh strand, constructed and first posted to under fault")
+    {
+        const long points = ForEveryAllocation(
+            [&](long n)
+            {
+                AttemptResult result{0, false};
+                std::optional<Strand> strand;
+                {
+                    Armed armed(n);
+                    try
+                    {
+                        strand.emplace(scheduler);
+                        strand->Post(BigCall{&ran, {}});
+                        ++expected;
+                    }
+                    catch (const std::bad_alloc&)
+                    {
+                        result.threw = true;
+                    }
+                    result.count = armed.Count();
+                }
+                if (!strand)
+                    strand.emplace(scheduler);
+                strand->Post(BigCall{&ran, {}});
+                ++expected;
+                scheduler.RunUntilIdle();
+                REQUIRE(strand->Idle());
+                REQUIRE(ran.load() == expected);
+                return result;
+            });
+        REQUIRE(points >= 2);
+    }
+    SECTION("a strand with work queued: the failed post loses none of it, keeps the order")
+    {
+        std::vector<int> order;
+        const long points = ForEveryAllocation(
+            [&](long n)
+            {
+                order.clear();
+                Strand strand(scheduler);
+                for (int i = 0; i < 3; ++i)
+                    strand.Post([&order, i] { order.push_back(i); });
+                AttemptResult result{0, false};
+                {
+                    Armed armed(n);
+                    try
+                    {
+                        strand.Post([&order, big = std::string(64, 'x')] { order.push_back(3); });
+                    }
+                    catch (const std::bad_alloc&)
+                    {
+                        result.threw = true;
+                    }
+                    result.count = armed.Count();
+                }
+                strand.Post([&order] { order.push_back(4); });
+                scheduler.RunUntilIdle();
+                const std::vector<int> all{0, 1, 2, 3, 4};
+                const std::vector<int> lost3{0, 1, 2, 4};
+                REQUIRE(order == (result.threw ? lost3 : all));
+                return result;
+            });
+        REQUIRE(points >= 1);
+    }
+}
+
+TEST_CASE("KeyedStrands: a failing allocation at every step of a key's first post loses nothing",
+          "[faults][keyed]")
+{
+    Scheduler scheduler;
+    std::atomic<int> ran{0};
+    int expected = 0;
+    KeyedStrands<int> strands(scheduler);
+    int key = 1000;
+    const long points = ForEveryAllocation(
+        [&](long n)
+        {
+            strands.Post(1, BigCall{&ran, {}});
+            strands.Post(2, BigCall{&ran, {}});
+            expected += 2;
+            ++key; // a key never seen: its first strand is made (or a kept one taken)
+            AttemptResult result{0, false};
+            {
+                Armed armed(n);
+                try
+                {
+                    strands.Post(key, BigCall{&ran, {}});
+                    ++expected;
+                }
+                catch (const std::bad_alloc&)
+                {
+                    result.threw = true;
+                }
+                result.count = armed.Count();
+            }
+            strands.Post(key, BigCall{&ran, {}});
+            ++expected;
+            scheduler.RunUntilIdle();
+            REQUIRE(strands.Idle());
+            REQUIRE(ran.load() == expected);
+            return result;
+        });
+    REQUIRE(points >= 1);
+}
+
+TEST_CASE("Channel: a failing growth throws from Send, keeps every value sent before, in order",
+          "[faults][channel]")
+{
+    constexpr int kValues = 400; // crosses several chunk boundaries (64, 128, 256 ...)
+    const long points = ForEveryAllocation(
+        [&](long n)
+        {
+            AttemptResult result{0, false};
+            std::optional<Synchronization::Channel<int>> channel;
+            int sent = 0;
+            {
+                Armed armed(n);
+                try
+                {
+                    channel.emplace();
+                    for (; sent < kValues; ++sent)
+                    {
+                        const bool accepted = channel->Send(sent); // outside REQUIRE: it may throw
+                        REQUIRE(accepted);
+                    }
+                }
+                catch (const std::bad_alloc&)
+                {
+                    result.threw = true;
+                }
+                result.count = armed.Count();
+            }
+            if (!channel)
+                channel.emplace();
+            // The refused value was the caller's to resend; the channel takes it and the rest now.
+            for (; sent < kValues; ++sent)
+                REQUIRE(channel->Send(sent));
+            for (int expected = 0; expected < kValues; ++expected)
+            {
+                int value = -1;
+                REQUIRE(channel->TryReceive(value) == Synchronization::ChannelStatus::Ok);
+                REQUIRE(value == expected);
+            }
+            int extra = 0;
+            REQUIRE(channel->TryReceive(extra) == Synchronization::ChannelStatus::Empty);
+            return result;
+        });
+    REQUIRE(points >= 3);
+}
+
+TEST_CASE("Channel: a receiver waiting while the sender's growth fails still gets every value",
+          "[faults][channel]")
+{
+    Scheduler scheduler(1);
+    Synchronization::Channel<int> channel;
+    std::atomic<long> sum{0};
+    std::atomic<int> received{0};
+    auto receiver = scheduler.Start(
+        [&]
+        {
+            while (auto value = channel.Receive())
+            {
+                sum.fetch_add(*value);
+                received.fetch_add(1);
+            }
+        });
+    long expectedSum = 0;
+    int expectedCount = 0;
+    for (long n = 1; n <= 8; ++n)
+    {
+        Armed armed(n);
+        for (int i = 0; i < 150; ++i)
+        {
+            try
+            {
+                channel.Send(i);
+            }
+            catch (const std::bad_alloc&)
+            {
+                --i; // resend it
+                continue;
+            }
+            expectedSum += i;
+            ++expectedCount;
+        }
+    }
+    channel.Close();
+    receiver.Join();
+    REQUIRE(received.load() == expectedCount);
+    REQUIRE(sum.load() == expectedSum);
+}
+
+namespace
+{
+// A timed wait resumed by whoever finds the handle first: another thread or the timer.
+class TimedSlot final : public ISuspendCallback
+{
+public:
+    void OnSuspended(SuspendedTask task) noexcept override { slot_.store(task); }
+    bool OnTimeout(SuspendedTask) noexcept override { return Claim() != nullptr; }
+    SuspendedTask Claim() noexcept { return slot_.exchange(nullptr); }
+
+private:
+    std::atomic<SuspendedTask> slot_{nullptr};
+};
+} // namespace
+
+TEST_CASE("SuspendTaskFor allocates nothing: timer registration cannot fail", "[faults][timer]")
+{
+    EnableTimers();
+    Scheduler scheduler(1);
+    TimedSlot slot;
+    std::atomic<bool> done{false};
+    std::atomic<int> resumedCount{0};
+    std::atomic<int> timedOutCount{0};
+    std::atomic<bool> claimable{false}; // the resumer leaves the short waits to the timer
+    auto waits = [&](int rounds)
+    {
+        for (int i = 0; i < rounds; ++i)
+        {
+            // Alternately: expires at once, expires soon, or resumed by the other thread first.
+            const Duration timeout = i % 3 == 0   ? Duration::Zero()
+                                     : i % 3 == 1 ? Duration(std::chrono::microseconds(50))
+                                                  : Duration(std::chrono::seconds(5));
+            claimable.store(i % 3 == 2);
+            if (SuspendTaskFor(&slot, timeout))
+                resumedCount.fetch_add(1);
+            else
+                timedOutCount.fetch_add(1);
+        }
+    };
+    std::thread resumer(
+        [&]
+        {
+            while (!done.load())
+            {
+                if (!claimable.load())
+                    std::this_thread::yield();
+                else if (SuspendedTask task = slot.Claim())
+                    ResumeTask(task);
+                else
+                    std::this_thread::yield();
+            }
+        });
+    scheduler.Start([&] { waits(60); }).Join(); // warm-up: thread states, timer thread, queues
+    long counted = -1;
+    {
+        Faults::CountAll count;
+        scheduler.Start([&] { waits(600); }).Join();
+        counted = count.Count();
+    }
+    // The Start above allocates nothing either: its stack and task block come from the pool.
+    done.store(true);
+    resumer.join();
+    REQUIRE(resumedCount.load() + timedOutCount.load() == 660);
+    REQUIRE(timedOutCount.load() > 0);
+    REQUIRE(counted == 0);
+}
+
+TEST_CASE("A converted thread's timed wait allocates nothing", "[faults][timer]")
+{
+    EnableTimers();
+    TimedSlot slot;
+    for (int i = 0; i < 20; ++i) // warm-up
+        (void)SuspendTaskFor(&slot, Duration::Zero());
+    long counted = -1;
+    int timedOut = 0;
+    {
+        Faults::CountAll count;
+        for (int i = 0; i < 200; ++i)
+            timedOut += SuspendTaskFor(&slot, std::chrono::microseconds(i % 2 ? 0 : 20)) ? 0 : 1;
+        counted = count.Count();
+    }
+    REQUIRE(timedOut == 200);
+    REQUIRE(counted == 0);
+}
+
+TEST_CASE("Promise, Future and Then: every failing allocation throws and leaks nothing",
+          "[faults][future]")
+{
+    using Synchronization::Future;
+    using Synchronization::Promise;
+    SECTION("creating a Promise")
+    {
+        const long points = ForEveryAllocation(
+            [&](long n)
+            {
+                AttemptResult result{0, false};
+                Armed armed(n);
+                try
+                {
+                    Promise<std::string> promise;
+                    Future<std::string> future = promise.GetFuture();
+                    promise.SetValue(std::string(100, 'v')); // the string's buffer allocates too
+                    result.count = armed.Count();
+                    REQUIRE(future.Wait().size() == 100);
+                }
+                catch (const std::bad_alloc&)
+                {
+                    result.threw = true;
+                    result.count = armed.Count();
+                }
+                return result;
+            });
+        REQUIRE(points >= 2);
+    }
+    SECTION("attaching a continuation: the Future is unchanged when Then throws")
+    {
+        const long points = ForEveryAllocation(
+            [&](long n)
+            {
+                AttemptResult result{0, false};
+                Promise<int> promise;
+                Future<int> future = promise.GetFuture();
+                std::optional<Future<std::size_t>> next;
+                {
+                    Armed armed(n);
+                    try
+                    {
+                        next.emplace(future.Then([](int v) { return std::to_string(v).size(); }));
+                    }
+                    catch (const std::bad_alloc&)
+                    {
+                        result.threw = true;
+                    }
+                    result.count = armed.Count();
+                }
+                promise.SetValue(12345);
+                if (result.threw)
+                {
+                    REQUIRE(future.Valid());
+                    REQUIRE(future.Wait() == 12345);
+                }
+                else
+                {
+                    REQUIRE(!future.Valid());
+                    REQUIRE(next->Wait() == 5);
+                }
+                return result;
+            });
+        REQUIRE(points >= 1);
+    }
+    SECTION("a value that cannot be built leaves the Promise unresolved and usable")
+    {
+        Promise<std::string> promise;
+        Future<std::string> future = promise.GetFuture();
+        {
+            Armed armed(1);
+            REQUIRE_THROWS_AS(promise.SetValue(std::string(100, 'a')), std::bad_alloc);
+        }
+        REQUIRE(promise.Valid());
+        REQUIRE(!future.IsReady());
+        promise.SetValue(std::string(100, 'b'));
+        REQUIRE(future.Wait() == std::string(100, 'b'));
+    }
+}
+
+TEST_CASE("A Scheduler whose construction fails part-way throws and leaves no thread behind",
+          "[faults][scheduler]")
+{
+    const long points = ForEveryAllocation(
+        [&](long n)
+        {
+            AttemptResult result{0, false};
+            std::atomic<int> ran{0};
+            {
+                Armed armed(n);
+                try
+                {
+                    SchedulerOptions options;
+                    options.workerCount = 2;
+                    options.name = "faulty-scheduler-name-long-enough-to-allocate";
+                    Scheduler scheduler(options);
+                    result.count = armed.Count();
+                    scheduler.Start([&ran] { ran.fetch_add(1); }).Join();
+                }
+                catch (const std::bad_alloc&)
+                {
+                    result.threw = true;
+                    result.count = armed.Count();
+                }
+            }
+            if (!result.threw)
+                REQUIRE(ran.load() == 1);
+            return result;
+        });
+    REQUIRE(points >= 1);
+}
+
+#include "../kernel/DeathTest.h"
+
+TEST_CASE("Start from inside a task: a failing allocation of the run queue's growth",
+          "[faults][start-in-task]")
+{
+    // Starting a task from a task queues it on the worker's own run queue, which holds 1024
+    // entries up front and then grows by doubling (LocalQueue::Grow, operator new). Fail that
+    // growth: Scheduler::Start documents an exception and nothing started.
+    const auto child = TestSupport::RunInChild(
+        []
+        {
+            SchedulerOptions options;
+            options.stackSize = StackSize::Small;
+            options.stackGuard = StackGuard::None;
+            Scheduler scheduler(options);
+            std::atomic<int> ran{0};
+            int started = 0;
+            int failures = 0;
+            auto parent = scheduler.Start(
+                [&]
+                {
+                    std::vector<JoinHandle> handles;
+                    handles.reserve(2500);
+                    Armed armed(1); // the first allocation on this thread from here fails
+                    for (int i = 0; i < 2500; ++i)
+                    {
+                        try
+                        {
+                            handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }));
+                            ++started;
+                        }
+                        catch (const std::bad_alloc&)
+                        {
+                            ++failures;
+                        }
+                    }
+                    for (JoinHandle& handle : handles)
+                        handle.Join();
+                });
+            scheduler.RunUntilIdle();
+            parent.Join();
+            std::fprintf(stderr, "started %d failures %d ran %d\n", started, failures, ran.load());
+            std::_Exit(ran.load() == started && failures == 1 ? 0 : 3);
+        });
+    INFO(child.stderrText);
+    CHECK(!child.aborted);
+    CHECK(child.exitCode == 0);
+}
