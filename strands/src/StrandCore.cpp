@@ -486,6 +486,10 @@ TurnEnd StrandCore::ExitLocked() noexcept
 
 TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
 {
+    // Declared before the lock, so it is released after it: once the pump is handed off it may
+    // run on elsewhere, retire and end, leaving `keep` the last reference, and ~StrandCore takes
+    // mutex_ (destroying it under our own lock deadlocked this thread).
+    std::shared_ptr<StrandCore> keep;
     std::unique_lock<std::mutex> lock(mutex_);
     taken_ = 0;
     if (closed_)
@@ -504,7 +508,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
     // The batch is spent and work is waiting: queue ourselves behind the base's other work.
     phase_ = PumpPhase::Scheduled;
     ++handOffs_;
-    std::shared_ptr<StrandCore> keep = shared_from_this();
+    keep = shared_from_this();
     lock.unlock();
     try
     {
