@@ -16,6 +16,8 @@
 
 #include <TC/Core.h>
 
+#include "kernel/TestMailbox.h"
+
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -63,52 +65,9 @@ void RunPair(TC::Scheduler& scheduler, First first, Second second)
         .Join();
 }
 
-// The seed's Mailbox (guide "Custom primitives"): one int (0 means empty), one waiter at a
-// time. The ping-pong rows measure exactly this handoff, as issue 2 asks.
-class Mailbox : private TC::ISuspendCallback
-{
-public:
-    void Put(int value) noexcept
-    {
-        value_.store(value, std::memory_order_seq_cst);                         // 1. state
-        if (auto waiter = waiter_.exchange(nullptr, std::memory_order_acq_rel)) // 2. waiter
-            TC::ResumeTask(waiter);
-    }
-
-    int Take() noexcept
-    {
-        int value;
-        while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
-            TC::SuspendTask(this);
-        return value;
-    }
-
-    bool Take(int& value, TC::Duration timeout) noexcept
-    {
-        while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
-            if (!TC::SuspendTaskFor(this, timeout))
-                return false;
-        return true;
-    }
-
-private:
-    void OnSuspended(TC::SuspendedTask task) noexcept override
-    {
-        waiter_.store(task, std::memory_order_seq_cst);
-        if (value_.load(std::memory_order_seq_cst) != 0)
-            if (auto waiter = waiter_.exchange(nullptr, std::memory_order_acq_rel))
-                TC::ResumeTask(waiter);
-    }
-
-    bool OnTimeout(TC::SuspendedTask task) noexcept override
-    {
-        TC::SuspendedTask expected = task;
-        return waiter_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-    }
-
-    std::atomic<int> value_{0};
-    std::atomic<TC::SuspendedTask> waiter_{nullptr};
-};
+// The seed's Mailbox (guide "Custom primitives"), shared with the kernel tests: the ping-pong
+// rows measure exactly this handoff, as issue 2 asks.
+using TestSupport::Mailbox;
 
 // Answers every positive request with the same value until it takes a non-positive one.
 void Serve(Mailbox& requests, Mailbox& replies) noexcept
