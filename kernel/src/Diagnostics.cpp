@@ -62,7 +62,7 @@ struct Registry
 [[maybe_unused]] SuspendedWaiterInfo Describe(const SuspendedTaskEntry& entry, std::int64_t now)
 {
     SuspendedWaiterInfo info;
-    info.waitsOn = entry.callback_ ? Demangle(typeid(*entry.callback_).name()) : "?";
+    info.waitsOn = PrimitiveTypeOf(entry);
     switch (entry.kind_)
     {
     case WaiterKind::Task:
@@ -109,12 +109,22 @@ struct Registry
 }
 } // namespace
 
+std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry)
+{
+    // Read from what was recorded at suspension: by the time a rule is broken the callback
+    // object itself may be gone.
+    if (const auto* type = static_cast<const std::type_info*>(entry.callbackType_))
+        return Demangle(type->name());
+    return "?";
+}
+
 void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
 {
 #if TC_CHECKED
     Registry& registry = Registry::Instance();
     entry.suspendedAt_ = SteadyNowNanoseconds();
     entry.hangReported_ = false;
+    entry.callbackType_ = entry.callback_ ? &typeid(*entry.callback_) : nullptr;
     std::lock_guard guard(registry.lock);
     entry.hangPrev_ = nullptr;
     entry.hangNext_ = registry.head;

@@ -5,6 +5,7 @@
 #include <TC/Diagnostics.h>
 
 #include <atomic>
+#include <string>
 
 namespace TC::detail
 {
@@ -15,6 +16,10 @@ inline void ReachRacePoint(RacePoint point, SuspendedTaskEntry& entry) noexcept
     if (RacePointHook hook = racePointHook.load(std::memory_order_relaxed)) [[unlikely]]
         hook(point, SuspendedTask(&entry));
 }
+
+// The demangled dynamic type of the callback a waiter suspended with -- the primitive it waits
+// on -- for checked-mode messages. The waiter must still be suspended (its callback alive).
+std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry);
 
 // Checked builds: add at publication, remove when the handle is resumed or taken back.
 void RegisterSuspended(SuspendedTaskEntry& entry) noexcept;

@@ -149,9 +149,16 @@ void ResumeTask(SuspendedTask task) noexcept
     TC_CHECK(entry != nullptr, "ResumeTask on a null handle", "ResumeTask(nullptr)");
 #if TC_CHECKED
     const EntryState previous = entry->state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
-    TC_CHECK(previous != EntryState::Resumed, "handle resumed twice",
-             "ResumeTask received a handle that was already resumed (or taken back by OnTimeout); "
-             "claim each handle with an atomic exchange so exactly one resumer gets it");
+    if (previous == EntryState::Resumed) [[unlikely]]
+    {
+        // Named after the primitive: the callback the waiter suspended with is the primitive.
+        const std::string detail = "ResumeTask received a handle that was already resumed (or taken back "
+                                   "by OnTimeout) -- primitive "
+                                   + PrimitiveTypeOf(*entry)
+                                   + "; claim each handle with an atomic exchange so exactly one "
+                                     "resumer gets it";
+        ReportRuleViolation("handle resumed twice", detail.c_str());
+    }
     TC_CHECK(previous == EntryState::Suspended, "ResumeTask on a handle that is not suspended",
              "the handle's waiter is running; only a handle OnSuspended received may be resumed");
     UnregisterSuspended(*entry);

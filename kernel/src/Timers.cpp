@@ -253,9 +253,14 @@ private:
         }
 #if TC_CHECKED
         const EntryState previous = entry->state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
-        TC_CHECK(previous == EntryState::Suspended, "handle resumed twice",
-                 "OnTimeout returned true for a handle that a resumer had already passed to "
-                 "ResumeTask; OnTimeout must claim the handle with the same exchange as resumers");
+        if (previous != EntryState::Suspended) [[unlikely]]
+        {
+            const std::string detail = "OnTimeout of " + PrimitiveTypeOf(*entry)
+                                       + " returned true for a handle that a resumer had already "
+                                         "passed to ResumeTask; OnTimeout must claim the handle "
+                                         "with the same exchange as resumers";
+            ReportRuleViolation("handle resumed twice", detail.c_str());
+        }
         UnregisterSuspended(*entry);
 #endif
         entry->timedOut_ = true;

@@ -50,6 +50,8 @@ TEST_CASE("A handle resumed twice fails at once")
         ResumeTask(handle);
     });
     RequireRule(result, "handle resumed twice");
+    // The message names the primitive's type (the callback the waiter suspended with).
+    REQUIRE(result.stderrText.find("(anonymous namespace)::Keep") != std::string::npos);
 }
 
 TEST_CASE("ResumeTask on a handle that is not suspended fails at once")

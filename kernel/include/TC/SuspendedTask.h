@@ -59,6 +59,7 @@ struct SuspendedTaskEntry
     SuspendedTaskEntry* hangPrev_ = nullptr;
     SuspendedTaskEntry* hangNext_ = nullptr;
     std::int64_t suspendedAt_ = 0;
+    const void* callbackType_ = nullptr; // std::type_info of the callback, taken at suspension
     bool hangReported_ = false;
 };
 
