@@ -24,6 +24,7 @@ ExecutorScope::~ExecutorScope()
 
 const ExecutorScope* ExecutorScope::Innermost() noexcept
 {
+    asm volatile("" ::: "memory"); // never folded across a task switch (see CurrentThread)
     return innermost;
 }
 } // namespace TC

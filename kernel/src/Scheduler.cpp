@@ -127,6 +127,10 @@ void CheckCanary(const Task* task) noexcept
 ThreadState& CurrentThread() noexcept
 {
     static thread_local ThreadState state;
+    // An empty asm with a memory clobber makes the call look like it has side effects, so no
+    // compiler may treat it as pure and reuse one thread's answer after a task moved to another
+    // (clang did, inside TaskMain, across the switch).
+    asm volatile("" ::: "memory");
     return state;
 }
 
