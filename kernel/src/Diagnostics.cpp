@@ -168,6 +168,16 @@ void SetRacePointHook(RacePointHook hook) noexcept
     detail::racePointHook.store(hook, std::memory_order_release);
 }
 
+std::string WaitedOnType(SuspendedTask waiter)
+{
+    return waiter ? detail::PrimitiveTypeOf(*waiter.Entry()) : std::string("?");
+}
+
+std::string DescribeWaiter(SuspendedTask waiter)
+{
+    return waiter ? detail::Describe(*waiter.Entry(), 0).waiter : std::string("?");
+}
+
 std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters()
 {
     std::vector<SuspendedWaiterInfo> waiters;

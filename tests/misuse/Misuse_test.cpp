@@ -5,6 +5,7 @@
 
 #include <TC/Core.h>
 #include <TC/Strands/DetachedTask.h>
+#include <TC/Synchronization/Mailbox.h>
 #include <TC/Synchronization/ManualResetEvent.h>
 #include <TC/Synchronization/ManualResetEvent_s.h>
 
@@ -526,4 +527,29 @@ TEST_CASE("Without EnableTimers a zero timeout waits without limit", "[.][no-tim
     REQUIRE(SuspendTaskFor(&slot, Duration::Zero())); // resumed, not timed out
     REQUIRE(std::chrono::steady_clock::now() - start >= 40ms);
     resumer.join();
+}
+
+// Checked builds: destroying a primitive while a waiter is suspended on it fails at once, naming
+// the rule, the primitive's type and the waiter (registered only where checked mode is on).
+TEST_CASE("A primitive destroyed while a task waits on it is named in checked mode", "[misuse][destroyed]")
+{
+    REQUIRE(TC::IsCheckedBuild());
+    ChildOutcome child = StartChild(
+        []
+        {
+            TC::Scheduler scheduler(1);
+            auto* mailbox = new TC::Synchronization::Mailbox<int>();
+            auto taker = scheduler.Start([mailbox] { (void)mailbox->Take(); }, {.name = "taker"});
+            while (!mailbox->IsSuspended())
+                std::this_thread::yield();
+            delete mailbox; // the rule is broken here
+            std::_Exit(0);  // not reached in a checked build
+        });
+    CollectChildren({&child}, nullptr, std::chrono::seconds(30));
+    INFO(child.stderrText);
+    REQUIRE(child.signalled);
+    REQUIRE(child.stderrText.find("TC checked mode: destroy a primitive only when nobody waits on it: "
+                                  "TC::Synchronization::Mailbox<int> was destroyed while task 'taker' "
+                                  "was suspended on it")
+            != std::string::npos);
 }

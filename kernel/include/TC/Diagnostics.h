@@ -39,6 +39,12 @@ struct SuspendedWaiterInfo
 // The waiters suspended now, oldest first. Empty unless the library is a checked build.
 std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
 
+// Checked builds: what a suspended waiter waits on -- the demangled type of the primitive
+// (the callback it suspended with, recorded at suspension) -- and who it is ("task 'name'",
+// "thread" or "coroutine"). For checked-mode messages of primitives; "?" in other builds.
+std::string WaitedOnType(SuspendedTask waiter);
+std::string DescribeWaiter(SuspendedTask waiter);
+
 // Checked builds: starts a watchdog that prints to stderr, once per waiter, every wait that has
 // not been resumed after `threshold`: what it waits on, who waits and for how long. Returns
 // false (and does nothing) in builds without checked mode. Calling it again changes the

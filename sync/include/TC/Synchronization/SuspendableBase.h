@@ -2,6 +2,7 @@
 // SuspendableBase<Kind>: keeps the suspended waiters of one primitive and resumes them.
 
 #include <TC/Checked.h>
+#include <TC/Diagnostics.h>
 #include <TC/ConcurrentStack.h>
 #include <TC/Duration.h>
 #include <TC/ISuspendCallback.h>
@@ -10,6 +11,7 @@
 #include <TC/Synchronization/SuspensionKind.h>
 
 #include <atomic>
+#include <string>
 #include <cstdint>
 
 namespace TC::Synchronization
@@ -19,6 +21,23 @@ namespace detail
 // The waiter that constructs a Multiple object: the calling task, or the calling thread when it
 // is not a scheduler's worker; none on a worker outside a task (a coroutine has no identity).
 TaskHandle CreatorHandle() noexcept;
+
+// Checked mode: a primitive destroyed while a waiter is suspended on it. Names the rule, the
+// primitive's type (recorded when the waiter suspended) and the waiter, then aborts.
+[[noreturn]] inline void ReportDestroyedWithWaiter(SuspendedTask waiter) noexcept
+{
+    std::string detail;
+    try
+    {
+        detail = WaitedOnType(waiter) + " was destroyed while " + DescribeWaiter(waiter)
+                 + " was suspended on it";
+    }
+    catch (...)
+    {
+        detail = "a primitive was destroyed while a waiter was suspended on it";
+    }
+    ReportRuleViolation("destroy a primitive only when nobody waits on it", detail.c_str());
+}
 } // namespace detail
 
 template <SuspensionKind Kind>
@@ -52,9 +71,10 @@ protected:
     SuspendableBase() noexcept = default;
     virtual ~SuspendableBase()
     {
-        TC_CHECK(waiter_.load(std::memory_order_relaxed) == nullptr,
-                 "destroy a primitive only when nobody waits on it",
-                 "a Single primitive was destroyed with a waiter suspended on it");
+#if TC_CHECKED
+        if (const SuspendedTask waiter = waiter_.load(std::memory_order_relaxed)) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(waiter);
+#endif
     }
 
     // Suspends the calling task or converted thread until Resume() claims it. Not from a
@@ -138,9 +158,12 @@ protected:
     SuspendableBase() noexcept : creator_(detail::CreatorHandle()) {}
     virtual ~SuspendableBase()
     {
-        TC_CHECK(waiters_.IsEmpty() && creatorWaiter_.load(std::memory_order_relaxed) == nullptr,
-                 "destroy a primitive only when nobody waits on it",
-                 "a Multiple primitive was destroyed with waiters suspended on it");
+#if TC_CHECKED
+        if (SuspendedTaskEntry* waiter = waiters_.PopAll()) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(SuspendedTask(waiter));
+        if (const SuspendedTask waiter = creatorWaiter_.load(std::memory_order_relaxed)) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(waiter);
+#endif
     }
 
     // Suspends the calling task or converted thread until a Resume reaches it. Not from a

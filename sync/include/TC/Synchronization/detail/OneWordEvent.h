@@ -6,6 +6,7 @@
 #include <TC/Duration.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/Suspend.h>
+#include <TC/Synchronization/SuspendableBase.h>
 #include <TC/SuspendAsync.h>
 #include <TC/SuspendedTask.h>
 
@@ -147,8 +148,11 @@ protected:
     // through a base pointer.
     virtual ~OneWordEvent()
     {
-        TC_CHECK(!IsSuspended(), "destroy a primitive only when nobody waits on it",
-                 "an AutoResetEvent_s/ManualResetEvent_s was destroyed with its waiter suspended");
+#if TC_CHECKED
+        const std::uintptr_t word = word_.load(std::memory_order_relaxed);
+        if (word != kSet && word != kUnset) [[unlikely]]
+            ReportDestroyedWithWaiter(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+#endif
     }
 
 private:
