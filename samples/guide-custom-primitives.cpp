@@ -167,13 +167,17 @@ int TotalSize(Latch& prepared, std::span<const Part> parts) noexcept
 int main()
 {
     TC::EnableTimers();
+    // The mailboxes outlive the scheduler: a mailbox's re-check in OnSuspended may still run on a
+    // worker after its waiter was resumed and returned (the guide's lifetime rule), and the
+    // scheduler's destructor joins those workers.
+    Mailbox requests;
+    Mailbox replies;
+    Mailbox silent;
     TC::Scheduler scheduler(2u); // two worker threads
     bool ok = true;
 
     // Mailbox: a service task answers 10 000 requests from a client task.
     {
-        Mailbox requests;
-        Mailbox replies;
         long long sum = 0;
         auto service = scheduler.Start([&] { Serve(requests, replies); });
         auto client = scheduler.Start(
@@ -191,7 +195,6 @@ int main()
 
     // Timeout: nobody answers, so a timed Take gives up.
     {
-        Mailbox silent;
         bool timedOut = false;
         scheduler
             .Start(

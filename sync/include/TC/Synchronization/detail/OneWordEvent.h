@@ -149,7 +149,8 @@ protected:
     virtual ~OneWordEvent()
     {
 #if TC_CHECKED
-        const std::uintptr_t word = word_.load(std::memory_order_relaxed);
+        // acquire, as IsSuspended: the destroying thread synchronizes with the last Set.
+        const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (word != kSet && word != kUnset) [[unlikely]]
             ReportDestroyedWithWaiter(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
 #endif
