@@ -179,7 +179,6 @@ TaskHandle GetCurrentTask() noexcept
     ThreadState& thread = CurrentThread();
     if (Task* task = thread.worker ? thread.worker->current : nullptr)
         return TaskHandle(task);
-    thread.converted = true;
     return TaskHandle(&thread);
 }
 
@@ -190,7 +189,7 @@ bool IsInsideTask() noexcept
 
 void ConvertCurrentThread() noexcept
 {
-    CurrentThread().converted = true;
+    (void)CurrentThread(); // a thread is a waiter once its state exists; waits need nothing else
 }
 
 namespace detail

@@ -22,8 +22,6 @@ struct ThreadState : TaskIdentity
     SchedulerCore* host = nullptr; // the host-pumped scheduler this thread pumps (its host)
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
     bool isWorkerThread = false;  // a scheduler's own worker thread
-    bool isTimerThread = false;
-    bool converted = false;
 };
 
 // The calling thread's state. Never inlined: a task may continue on another thread after any

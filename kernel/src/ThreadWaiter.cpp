@@ -22,7 +22,6 @@ constexpr unsigned kThreadSpinIterations = 200;
 bool ThreadWait(ISuspendCallback* callback, Duration timeout)
 {
     ThreadState& thread = CurrentThread();
-    thread.converted = true;
     std::atomic<std::uint32_t> word{0};
     SuspendedTaskEntry entry;
     entry.kind_ = WaiterKind::Thread;

@@ -199,7 +199,6 @@ private:
 
     void Run()
     {
-        CurrentThread().isTimerThread = true;
         std::unique_lock lock(lock_);
         while (!stop_)
         {
