@@ -127,11 +127,14 @@ void CheckCanary(const Task* task) noexcept
 ThreadState& CurrentThread() noexcept
 {
     static thread_local ThreadState state;
-    // An empty asm with a memory clobber makes the call look like it has side effects, so no
-    // compiler may treat it as pure and reuse one thread's answer after a task moved to another
-    // (clang did, inside TaskMain, across the switch).
-    asm volatile("" ::: "memory");
-    return state;
+    // The address passes through an empty asm, so no compiler can see what this returns: clang
+    // before 16 treats a thread_local's address as constant within a function, and would
+    // otherwise substitute it for the call's result in callers in this file, computing one
+    // thread's address before a switch and reusing it after the task moved to another thread
+    // (TaskMain crashed that way). The memory clobber keeps the call from being treated as pure.
+    ThreadState* address = &state;
+    asm volatile("" : "+r"(address) : : "memory");
+    return *address;
 }
 
 Task* CurrentTask() noexcept

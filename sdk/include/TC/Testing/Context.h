@@ -50,9 +50,17 @@ public:
     template <class T, class... Args>
     T& Make(Args&&... args)
     {
-        auto object = std::make_shared<T>(std::forward<Args>(args)...);
-        T& reference = *object;
-        Own(std::move(object));
+        // Held as a member of a final wrapper: a guide-style primitive derives privately from
+        // ISuspendCallback, whose destructor is non-virtual, and destroying it as a member is
+        // exact where destroying it as the object itself draws clang's non-virtual-dtor warning.
+        struct Holder final
+        {
+            T value;
+            explicit Holder(Args&&... arguments) : value(std::forward<Args>(arguments)...) {}
+        };
+        auto holder = std::make_shared<Holder>(std::forward<Args>(args)...);
+        T& reference = holder->value;
+        Own(std::move(holder));
         return reference;
     }
 
