@@ -259,3 +259,73 @@ TEST_CASE("ResumeNonReentrant hands a re-entrant call over instead of recursing"
     CHECK(log == std::vector<int>{2, -2, 1, -1, 3, -3});
     CHECK_FALSE(gate.IsSuspended());
 }
+
+namespace
+{
+// Controls for HeldGate, kept outside it so that a gate freed too early does not take them along.
+struct RecheckControl
+{
+    std::atomic<int> calls{0};
+    std::atomic<bool> entered{false};
+    std::atomic<bool> release{false};
+    std::atomic<bool> destroyed{false};
+    std::atomic<bool> usedAfterFree{false}; // checked by the test's thread (Catch2 is not thread-safe)
+};
+
+// A Multiple primitive whose re-check can be held: the TryWait that runs inside the waiter's
+// publication (on the thread the waiter suspended from) stops there until released, so the
+// waiter can be resumed and return from its wait while its own re-check is still inside.
+class HeldGate : public Waitable<SuspensionKind::Multiple, HeldGate>
+{
+public:
+    explicit HeldGate(RecheckControl& control) : control_(control) {}
+    std::atomic<bool> open{false};
+
+    bool TryWait()
+    {
+        RecheckControl& control = control_;
+        if (control.calls.fetch_add(1) == 1) // the first call is Wait's own; the second, the re-check
+        {
+            control.entered.store(true);
+            while (!control.release.load())
+                std::this_thread::yield();
+            if (control.destroyed.load())
+                control.usedAfterFree.store(true); // the next line would read freed memory
+        }
+        return open.load(); // ASan: a use after free if the waiter could free the gate meanwhile
+    }
+    void Resume() { Waitable::Resume(); }
+
+private:
+    RecheckControl& control_;
+};
+} // namespace
+
+TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left the object",
+          "[waitable]")
+{
+    RecheckControl control;
+    std::atomic<bool> returned{false};
+    auto* gate = new HeldGate(control);
+    TC::Scheduler scheduler(2u);
+    // Started from outside the scheduler (no creator): it suspends on the plain stack path.
+    auto waiter = scheduler.Start(
+        [&]
+        {
+            gate->Wait();
+            returned.store(true);
+            delete gate; // allowed: the only waiter, nobody opens it any more
+            control.destroyed.store(true);
+        });
+    REQUIRE(Eventually([&] { return control.entered.load(); }));
+    // The re-check is held on the worker the waiter left; open and resume from here, so the
+    // waiter runs again on the other worker.
+    gate->open.store(true);
+    gate->Resume();
+    std::this_thread::sleep_for(50ms);
+    CHECK_FALSE(returned.load()); // still waiting out the re-check
+    control.release.store(true);
+    waiter.Join();
+    CHECK(returned.load());
+    CHECK_FALSE(control.usedAfterFree.load());
+}

@@ -10,9 +10,12 @@
 #include <TC/SuspendedTask.h>
 #include <TC/Synchronization/SuspensionKind.h>
 
+#include <TC/Synchronization/detail/SpinLock.h>
+
 #include <atomic>
-#include <string>
 #include <cstdint>
+#include <string>
+#include <thread>
 
 namespace TC::Synchronization
 {
@@ -138,6 +141,13 @@ private:
 // returns, provided every other Resume of the object has returned too (a resumer that is still
 // inside Resume touches the object; that is the rule the guide states for Latch). Destroy the
 // object only when no waiter is suspended on it.
+//
+// Re-checks in flight: a waiter's publication and re-check (OnPublished) run on the thread it
+// suspended from and may still be running when a Resume has already resumed it, and the
+// creator with it. Every publication is therefore counted (one RMW before the push, one after
+// the re-check, its last access to the object), and Suspend() returns only once no publication
+// is in flight; a coroutine awaiter over Callback() calls WaitOutPublishers() in await_resume.
+// So when the creator's wait returns, the re-check of every waiter resumed before it is over.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
 {
@@ -180,6 +190,22 @@ protected:
         else
         {
             SuspendTask(this);
+        }
+        WaitOutPublishers();
+    }
+
+    // Returns once no waiter's publication and re-check is running on the object (see the class
+    // comment); a few instructions of someone else's OnSuspended at most, never a suspension.
+    void WaitOutPublishers() const noexcept
+    {
+        unsigned spins = 0;
+        // acquire: pairs with the release decrement that ends each publication.
+        while (publishing_.load(std::memory_order_acquire) != 0)
+        {
+            if (++spins > 64)
+                std::this_thread::yield();
+            else
+                detail::CpuRelax();
         }
     }
 
@@ -266,10 +292,12 @@ private:
         void OnSuspended(SuspendedTask task) noexcept override
         {
             SuspendableBase* const owner = owner_; // this callback dies with the wait
+            owner->publishing_.fetch_add(1); // seq_cst: before the publication it counts
             [[maybe_unused]] const SuspendedTask previous = owner->creatorWaiter_.exchange(task);
             TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
                      "the creator of a Multiple object suspended on it twice");
             owner->OnPublished();
+            owner->publishing_.fetch_sub(1, std::memory_order_release); // the last access
         }
 
     private:
@@ -280,14 +308,17 @@ private:
     {
         // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
         // fence makes the pair a full store-load barrier against the resumer's state change.
+        publishing_.fetch_add(1); // seq_cst: before the publication it counts
         waiters_.Push(task.Entry());
         std::atomic_thread_fence(std::memory_order_seq_cst);
         OnPublished();
+        publishing_.fetch_sub(1, std::memory_order_release); // the last access
     }
 
     ConcurrentStack<SuspendedTaskEntry> waiters_;
     std::atomic<SuspendedTask> creatorWaiter_{nullptr};
     std::atomic<std::uint32_t> resumeRequests_{0};
+    std::atomic<std::uint32_t> publishing_{0}; // publications and re-checks in flight
     TaskHandle creator_;
 };
 } // namespace TC::Synchronization

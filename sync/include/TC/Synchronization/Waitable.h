@@ -116,6 +116,10 @@ private:
 
     static void AfterWait(T& self)
     {
+        // Every path that passed -- suspended or not -- waits out the re-checks in flight, so a
+        // waiter that may destroy the object (SuspendableBase<Multiple>) finds none running.
+        if constexpr (Kind == SuspensionKind::Multiple)
+            self.WaitOutPublishers();
         if constexpr (requires { self.AfterWait(); })
             self.AfterWait();
     }
