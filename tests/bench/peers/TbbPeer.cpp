@@ -1,9 +1,12 @@
-// oneTBB peer: spawn-and-join and skynet with tbb::task_group, the way a TBB user writes them.
-// TBB tasks are stackless and run to completion, so a waiting parent helps run its children
-// (LIFO) instead of switching stacks.
+// oneTBB peer: spawn-and-join and skynet with tbb::task_group, the way a TBB user writes them,
+// and the two ping-pong rows with resumable tasks (tbb::task::suspend / resume). task_group tasks
+// are stackless and run to completion, so a waiting parent helps run its children (LIFO) instead
+// of switching stacks; a suspended task keeps its stack and the thread goes on on another one.
 
 #include "Measure.h"
 
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
@@ -12,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <semaphore>
 
 namespace
 {
@@ -77,4 +81,119 @@ void BM_Skynet_TBB(benchmark::State& state)
         TCBench::ReportItems(state, kSkynetTasks);
 }
 BENCHMARK(BM_Skynet_TBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+#if __TBB_RESUMABLE_TASKS
+// ---------------------------------------------------------------------------------------------
+// Ping-pong with resumable tasks: the same single-waiter handoff ConcurrentTasks' rows use (a
+// value slot and one waiter slot, published, then re-checked), written with oneTBB's suspend
+// points. resume() hands the task back to its arena; it runs when a thread of that arena next
+// looks for work.
+class SuspendPointMailbox
+{
+public:
+    void Put(int value)
+    {
+        value_ = value;
+        full_.store(true); // seq_cst: ordered before the waiter read, as Take's re-check needs
+        if (tbb::task::suspend_point waiter = waiter_.exchange(nullptr))
+            tbb::task::resume(waiter);
+    }
+
+    int Take()
+    {
+        while (!full_.load())
+            tbb::task::suspend(
+                [this](tbb::task::suspend_point self)
+                {
+                    waiter_.store(self);
+                    // Re-check after publishing: a Put that ran before the store found no waiter.
+                    if (full_.load())
+                        if (tbb::task::suspend_point waiter = waiter_.exchange(nullptr))
+                            tbb::task::resume(waiter);
+                });
+        full_.store(false);
+        return value_;
+    }
+
+private:
+    int value_ = 0;
+    std::atomic<bool> full_{false};
+    std::atomic<tbb::task::suspend_point> waiter_{nullptr};
+};
+
+void ServeTbb(SuspendPointMailbox& requests, SuspendPointMailbox& replies)
+{
+    for (;;)
+    {
+        const int request = requests.Take();
+        if (request < 0)
+            return;
+        replies.Put(request + 1);
+    }
+}
+
+void PingPongClientTbb(benchmark::State& state, SuspendPointMailbox& requests,
+                       SuspendPointMailbox& replies, bool& ok)
+{
+    for (auto _ : state)
+    {
+        requests.Put(1);
+        ok &= replies.Take() == 2;
+    }
+    requests.Put(-1);
+}
+
+// Runs `body` as a task on `arena` (one worker thread, no slot for this thread) and returns a
+// semaphore the task releases when done.
+template <class Body>
+void EnqueueCounted(tbb::task_arena& arena, std::counting_semaphore<2>& done, Body body)
+{
+    arena.enqueue(
+        [&done, body]
+        {
+            body();
+            done.release();
+        });
+}
+
+// BM_PingPongSameThread_TBB: client and server tasks in one arena with a single worker thread;
+// an item is one round trip.
+void BM_PingPongSameThread_TBB(benchmark::State& state)
+{
+    tbb::task_arena arena(1, 0);
+    SuspendPointMailbox requests;
+    SuspendPointMailbox replies;
+    std::counting_semaphore<2> done(0);
+    bool ok = true;
+    EnqueueCounted(arena, done, [&] { ServeTbb(requests, replies); });
+    EnqueueCounted(arena, done, [&] { PingPongClientTbb(state, requests, replies, ok); });
+    done.acquire();
+    done.acquire();
+    if (TCBench::Expect(state, ok, "a wrong reply"))
+        TCBench::ReportItems(state, 1);
+}
+BENCHMARK(BM_PingPongSameThread_TBB)->UseRealTime();
+
+// BM_PingPongCrossThread_TBB: the server in a second arena, so every resume hands a task to a
+// thread of the other arena. oneTBB's pool has one worker per core but the first: the limit is
+// raised so that each arena gets a worker of its own even on two cores (with one worker for both
+// arenas the client's arena keeps it and the server never runs).
+void BM_PingPongCrossThread_TBB(benchmark::State& state)
+{
+    tbb::global_control workers(tbb::global_control::max_allowed_parallelism, 3);
+    tbb::task_arena clientArena(1, 0);
+    tbb::task_arena serverArena(1, 0);
+    SuspendPointMailbox requests;
+    SuspendPointMailbox replies;
+    std::counting_semaphore<2> done(0);
+    bool ok = true;
+    EnqueueCounted(serverArena, done, [&] { ServeTbb(requests, replies); });
+    EnqueueCounted(clientArena, done, [&] { PingPongClientTbb(state, requests, replies, ok); });
+    done.acquire();
+    done.acquire();
+    if (TCBench::Expect(state, ok, "a wrong reply"))
+        TCBench::ReportItems(state, 1);
+}
+BENCHMARK(BM_PingPongCrossThread_TBB)->UseRealTime();
+#endif // without resumable tasks (a oneTBB built without them) the two rows are left out
 } // namespace
