@@ -1,6 +1,6 @@
 // tc_soak: runs every primitive and the strands under random load for a chosen time and counts
 // what it did and every anomaly it saw (none allowed: the exit status is then non-zero).
-// Usage: tc_soak [--seconds N] [--seed S] [--only SCENARIO] [--destroy-at-once]
+// Usage: tc_soak [--seconds N] [--seed S] [--only SCENARIO] [--keep-objects]
 //
 // Each round picks one scenario at random with random sizes and checks its invariant: counts add
 // up, a lock is never held twice, a strand never runs two tasks at once, every waiter passes. A
@@ -40,12 +40,11 @@ std::atomic<std::uint64_t> gAnomalies{0};
 std::atomic<std::uint64_t> gRoundsDone{0};
 std::atomic<const char*> gCurrent{"none"};
 
-// Every primitive a round makes is kept here until the scheduler is gone (its workers joined),
-// because of a known sync-layer race (reported): SuspendableBase::OnSuspended publishes the
-// waiter and then calls OnPublished() on the object, so the waiter can be resumed and return,
-// and the object be destroyed, before that call ends. --destroy-at-once frees each round's
-// objects right after it (what the primitives' documented lifetimes allow) and reproduces it:
-// ThreadSanitizer reports a vptr race in ~SuspendableBase.
+// The primitives a round makes, freed right after the round (what their documented lifetimes
+// allow: by a waiter once its wait returned). --keep-objects keeps them until the end of the run
+// instead, to tell a lifetime bug from any other when chasing an anomaly. (Until the re-checks
+// in flight were counted, freeing at once made ThreadSanitizer report a vptr race in
+// ~SuspendableBase: a waiter returned while its own re-check was still inside the object.)
 std::vector<std::shared_ptr<void>> gGraveyard;
 
 template <class T, class... Args>
@@ -451,7 +450,7 @@ int main(int argc, char** argv)
 {
     double seconds = 20;
     const char* only = nullptr; // --only NAME: run that scenario alone (to chase an anomaly)
-    bool destroyAtOnce = false; // see gGraveyard
+    bool destroyAtOnce = true; // see gGraveyard
     std::uint64_t seed =
         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     for (int i = 1; i < argc; ++i)
@@ -462,13 +461,13 @@ int main(int argc, char** argv)
             seed = std::strtoull(argv[++i], nullptr, 10);
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
-        else if (std::strcmp(argv[i], "--destroy-at-once") == 0)
-            destroyAtOnce = true;
+        else if (std::strcmp(argv[i], "--keep-objects") == 0)
+            destroyAtOnce = false;
         else
         {
             std::fprintf(
                 stderr,
-                "usage: tc_soak [--seconds N] [--seed S] [--only SCENARIO] [--destroy-at-once]\n");
+                "usage: tc_soak [--seconds N] [--seed S] [--only SCENARIO] [--keep-objects]\n");
             return 2;
         }
     }

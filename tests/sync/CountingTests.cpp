@@ -329,3 +329,64 @@ TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left
     CHECK(returned.load());
     CHECK_FALSE(control.usedAfterFree.load());
 }
+
+namespace
+{
+// The Single kind's counterpart: a Suspendable whose re-check (TryResume) is held.
+class HeldSlot : public Suspendable<SuspensionKind::Single, HeldSlot>
+{
+public:
+    explicit HeldSlot(RecheckControl& control) : control_(control) {}
+    std::atomic<bool> open{false};
+
+    void Wait()
+    {
+        while (!open.load())
+            Suspend();
+    }
+    void Open()
+    {
+        open.store(true);
+        Resume();
+    }
+    void TryResume()
+    {
+        RecheckControl& control = control_;
+        control.entered.store(true);
+        while (!control.release.load())
+            std::this_thread::yield();
+        if (control.destroyed.load())
+            control.usedAfterFree.store(true); // the next line would read freed memory
+        if (open.load())
+            Resume();
+    }
+
+private:
+    RecheckControl& control_;
+};
+} // namespace
+
+TEST_CASE("A Single waiter's wait returns only after its own re-check has left the object",
+          "[waitable]")
+{
+    RecheckControl control;
+    std::atomic<bool> returned{false};
+    auto* slot = new HeldSlot(control);
+    TC::Scheduler scheduler(2u);
+    auto waiter = scheduler.Start(
+        [&]
+        {
+            slot->Wait();
+            returned.store(true);
+            delete slot; // allowed: the waiter may destroy it once its wait returned
+            control.destroyed.store(true);
+        });
+    REQUIRE(Eventually([&] { return control.entered.load(); }));
+    slot->Open(); // resumes the waiter, which runs again on the other worker
+    std::this_thread::sleep_for(50ms);
+    CHECK_FALSE(returned.load()); // still waiting out the re-check
+    control.release.store(true);
+    waiter.Join();
+    CHECK(returned.load());
+    CHECK_FALSE(control.usedAfterFree.load());
+}

@@ -23,9 +23,8 @@ namespace TC::Synchronization
 // slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
 // (TryResume) runs after it was published, so one of the two always sees the other.
 //
-// Destruction: when no taker is suspended, no Put is running and no re-check can still be
-// running (see SuspendableBase<Single>: the taker's re-check reads the mailbox after it was
-// published, possibly after a Put already resumed the taker).
+// Destruction: when no taker is suspended and no Put is running; the taker may destroy it as
+// soon as its Take returned (its re-check is over by then: SuspendableBase<Single>).
 template <class T>
 class Mailbox : public Suspendable<SuspensionKind::Single, Mailbox<T>>
 {
@@ -103,7 +102,10 @@ public:
         T await_resume()
         {
             if (!taken_)
+            {
+                owner_.WaitOutPublishers(); // the re-check leaves the mailbox before we go on
                 taken_ = owner_.TryTake(); // only a Put resumes the one taker: it is there
+            }
             TC_CHECK(taken_.has_value(), "one taker at a time on a Mailbox",
                      "a Mailbox taker was resumed and found no value");
             return std::move(*taken_);
@@ -136,6 +138,7 @@ public:
             if (!taken_)
             {
                 (void)inner_.await_resume(); // settles the timer; a late Put still counts
+                owner_.WaitOutPublishers();  // the re-check leaves the mailbox before we go on
                 taken_ = owner_.TryTake();
             }
             return std::move(taken_);

@@ -52,14 +52,17 @@ class SuspendableBase;
 // the slot once it is off the processor, then OnPublished() runs (the re-check hook that
 // Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
 // reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
-// with the same exchange. Destroy the object only when no waiter is suspended on it, no Resume
-// of it is still running, and no OnPublished of it can still be running: the re-check reads the
-// object after the waiter was published, so (as seed 004 says of its Mailbox) a waiter that was
-// resumed meanwhile may return from its wait while that re-check is still on the scheduler's
-// thread. Destroying the object after the scheduler that ran the waiter has been destroyed (or
-// after another wait on the same thread) is safe. A primitive that must be destroyable right
-// after its wait returns keeps state and waiter in one word instead (AutoResetEvent_s,
-// ManualResetEvent_s), or drains its callers before returning (Latch, WaitGroup).
+// with the same exchange. Destroy the object only when no waiter is suspended on it and no
+// Resume of it is still running; the waiter may destroy it as soon as its wait returned.
+//
+// Re-check in flight: the re-check reads the object after the waiter was published, so (as
+// seed 004 says of its Mailbox) a waiter that a Resume reached meanwhile could return from its
+// wait while the re-check still runs on the thread it left. The publication is therefore
+// counted (one RMW before it, a release decrement after the re-check, its last access), and
+// Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
+// Callback() calls WaitOutPublishers() in await_resume. The one-word events
+// (AutoResetEvent_s, ManualResetEvent_s) avoid the two RMWs by keeping state and waiter in one
+// word.
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
 {
@@ -82,11 +85,35 @@ protected:
 
     // Suspends the calling task or converted thread until Resume() claims it. Not from a
     // callback, not from a worker thread outside a task (coroutines co_await instead).
-    void Suspend() { SuspendTask(this); }
+    void Suspend()
+    {
+        SuspendTask(this);
+        WaitOutPublishers();
+    }
 
     // As Suspend, but gives up after `timeout`: returns false if the wait timed out (the slot
     // was taken back), true if a Resume claimed the waiter first. No limit without EnableTimers.
-    bool SuspendFor(Duration timeout) { return SuspendTaskFor(this, timeout); }
+    bool SuspendFor(Duration timeout)
+    {
+        const bool resumed = SuspendTaskFor(this, timeout);
+        WaitOutPublishers();
+        return resumed;
+    }
+
+    // Returns once the waiter's publication and re-check have left the object (see the class
+    // comment); a few instructions of OnSuspended at most, never a suspension.
+    void WaitOutPublishers() const noexcept
+    {
+        unsigned spins = 0;
+        // acquire: pairs with the release decrement that ends the publication.
+        while (publishing_.load(std::memory_order_acquire) != 0)
+        {
+            if (++spins > 64)
+                std::this_thread::yield();
+            else
+                detail::CpuRelax();
+        }
+    }
 
     // Resumes the waiter suspended now, if any; true if there was one. Any thread, any time.
     // It does not touch the object after the waiter's ResumeTask.
@@ -116,12 +143,14 @@ protected:
 private:
     void OnSuspended(SuspendedTask task) noexcept final
     {
+        publishing_.fetch_add(1); // seq_cst: before the publication it counts
         // seq_cst: pairs with the state change of the resumer (store state, then exchange the
         // slot) so that either the resumer sees the waiter or OnPublished sees the state.
         [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
         TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
                  "a second task suspended on a SuspensionKind::Single object");
         OnPublished();
+        publishing_.fetch_sub(1, std::memory_order_release); // the last access
     }
 
     bool OnTimeout(SuspendedTask task) noexcept final
@@ -131,6 +160,7 @@ private:
     }
 
     std::atomic<SuspendedTask> waiter_{nullptr};
+    std::atomic<std::uint32_t> publishing_{0}; // a publication and re-check in flight
 };
 
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, no timeouts.

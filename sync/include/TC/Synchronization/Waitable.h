@@ -90,7 +90,10 @@ public:
         bool await_resume()
         {
             if (!ready_ && !inner_.await_resume())
+            {
+                owner_.WaitOutPublishers(); // a timed-out waiter may destroy the object too
                 return false;
+            }
             AfterWait(owner_.Self());
             return true;
         }
@@ -117,9 +120,8 @@ private:
     static void AfterWait(T& self)
     {
         // Every path that passed -- suspended or not -- waits out the re-checks in flight, so a
-        // waiter that may destroy the object (SuspendableBase<Multiple>) finds none running.
-        if constexpr (Kind == SuspensionKind::Multiple)
-            self.WaitOutPublishers();
+        // waiter that may destroy the object finds none running (SuspendableBase).
+        self.WaitOutPublishers();
         if constexpr (requires { self.AfterWait(); })
             self.AfterWait();
     }
