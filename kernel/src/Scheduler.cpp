@@ -10,6 +10,7 @@
 #include <TC/Checked.h>
 #include <TC/Suspend.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -22,7 +23,11 @@ namespace TC::detail
 namespace
 {
 [[maybe_unused]] constexpr std::uint64_t kStackCanary = 0x5443'5354'4143'4b21ull; // "TCSTACK!"
-constexpr std::size_t kStackCacheLimit = 16; // per worker; the rest goes to the shared pool
+// A worker keeps up to kStackCacheLimit default-size stacks of its own and trades them with the
+// shared pool kStackBatch at a time, so a burst of starts and finishes takes the pool's lock once
+// per batch rather than once per task (two locks per task cost a spawn-and-join ~110 instructions).
+constexpr std::size_t kStackCacheLimit = 64;
+constexpr std::size_t kStackBatch = 32;
 constexpr std::int64_t kSpinNanoseconds = 20000; // an idle worker spins about 20 us, then sleeps
 
 std::size_t PageSize() noexcept
@@ -595,11 +600,28 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
 StackMemory SchedulerCore::TakeStack(std::size_t size)
 {
     Worker* worker = CurrentThread().worker;
-    if (size == defaultStackSize && worker && worker->core == this && !worker->stackCache.empty())
+    if (size == defaultStackSize && worker && worker->core == this)
     {
-        StackMemory stack = worker->stackCache.back();
-        worker->stackCache.pop_back();
-        return stack;
+        std::vector<StackMemory>& cache = worker->stackCache;
+        if (cache.empty())
+        {
+            // Refill a batch from the pool (the cache's capacity was reserved: no allocation).
+            std::lock_guard lock(stackLock_);
+            auto found = stackPool_.find(size);
+            if (found != stackPool_.end())
+            {
+                std::vector<StackMemory>& pooled = found->second;
+                const std::size_t count = std::min(pooled.size(), kStackBatch);
+                cache.insert(cache.end(), pooled.end() - static_cast<std::ptrdiff_t>(count), pooled.end());
+                pooled.resize(pooled.size() - count);
+            }
+        }
+        if (!cache.empty())
+        {
+            StackMemory stack = cache.back();
+            cache.pop_back();
+            return stack;
+        }
     }
     {
         std::lock_guard lock(stackLock_);
@@ -622,12 +644,30 @@ StackMemory SchedulerCore::TakeStack(std::size_t size)
 void SchedulerCore::ReturnStack(StackMemory stack) noexcept
 {
     Worker* worker = CurrentThread().worker;
-    // The cache was reserved up front, so this push never allocates.
     if (stack.size == defaultStackSize && stack.allocator == allocator && worker
-        && worker->core == this && worker->stackCache.size() < kStackCacheLimit)
+        && worker->core == this)
     {
-        worker->stackCache.push_back(stack);
-        return;
+        std::vector<StackMemory>& cache = worker->stackCache;
+        if (cache.size() == kStackCacheLimit)
+        {
+            // Full: hand the oldest batch to the pool under one lock, where other workers find it.
+            try
+            {
+                std::lock_guard lock(stackLock_);
+                std::vector<StackMemory>& pooled = stackPool_[stack.size];
+                pooled.insert(pooled.end(), cache.begin(), cache.begin() + kStackBatch);
+                cache.erase(cache.begin(), cache.begin() + kStackBatch);
+            }
+            catch (...)
+            {
+                // The pool could not grow: the cache stays full and this stack is freed below.
+            }
+        }
+        if (cache.size() < kStackCacheLimit)
+        {
+            cache.push_back(stack); // the capacity was reserved up front: never allocates
+            return;
+        }
     }
     try
     {
@@ -724,6 +764,20 @@ void ReleaseTaskReference(Task* task) noexcept
     if (task->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
         task->scheduler->FreeTask(task);
 }
+
+namespace
+{
+// The JoinHandle's release. A count of 1 seen here means the task has already dropped its own
+// reference (its stack is no longer in use) and nobody else can change the count: the task is
+// ours to free without a read-modify-write. acquire: pairs with the task's release decrement.
+void ReleaseHandleReference(Task* task) noexcept
+{
+    if (task->references.load(std::memory_order_acquire) == 1)
+        task->scheduler->FreeTask(task);
+    else
+        ReleaseTaskReference(task);
+}
+} // namespace
 
 void SchedulerCore::FreeTask(Task* task) noexcept
 {
@@ -941,7 +995,7 @@ void JoinHandle::Join()
     }
     std::exception_ptr error = std::move(task->error);
     task_ = nullptr;
-    ReleaseTaskReference(task);
+    ReleaseHandleReference(task);
     if (error)
         std::rethrow_exception(error);
 }
@@ -959,7 +1013,7 @@ void JoinHandle::Detach() noexcept
         if (task->error)
             DetachedTaskFailed(task);
     }
-    ReleaseTaskReference(task);
+    ReleaseHandleReference(task);
 }
 
 bool JoinHandle::IsFinished() const noexcept
