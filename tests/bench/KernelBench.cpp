@@ -46,10 +46,9 @@ TC::SchedulerOptions Workers(unsigned count, std::size_t stackSize = TC::StackSi
 }
 
 // Starts `first` and then `second` from a task of `scheduler` and joins both. Starting them from
-// inside the scheduler keeps every later requeue on one producer of the shared queue, which is
-// FIFO; tasks submitted from two threads are not ordered against each other there, and a
-// yielding task could then be picked again and again ahead of a task the benchmark thread
-// submitted (see guides/performance.md, "Known kernel issues").
+// inside the scheduler puts both in the worker's own FIFO queue, so the two always alternate in
+// the same order; the shared queue is FIFO only per producer, and two tasks submitted from two
+// threads would start in either order.
 template <class First, class Second>
 void RunPair(TC::Scheduler& scheduler, First first, Second second)
 {
