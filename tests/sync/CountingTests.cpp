@@ -262,66 +262,98 @@ TEST_CASE("ResumeNonReentrant hands a re-entrant call over instead of recursing"
 
 namespace
 {
-// Controls for HeldGate, kept outside it so that a gate freed too early does not take them along.
+// Holds a re-check (the call a waiter's publication makes into the object, on the thread the
+// waiter suspended from) until released, and records whether the object was freed meanwhile.
+// Kept outside the object, so that an object freed too early does not take it along.
 struct RecheckControl
 {
-    std::atomic<int> calls{0};
     std::atomic<bool> entered{false};
     std::atomic<bool> release{false};
     std::atomic<bool> destroyed{false};
     std::atomic<bool> usedAfterFree{false}; // checked by the test's thread (Catch2 is not thread-safe)
+
+    void Hold()
+    {
+        entered.store(true);
+        while (!release.load())
+            std::this_thread::yield();
+        if (destroyed.load())
+            usedAfterFree.store(true); // the caller's next access would read freed memory
+    }
 };
 
-// A Multiple primitive whose re-check can be held: the TryWait that runs inside the waiter's
-// publication (on the thread the waiter suspended from) stops there until released, so the
-// waiter can be resumed and return from its wait while its own re-check is still inside.
+// A Multiple primitive whose re-check (the TryWait inside the publication) is held.
 class HeldGate : public Waitable<SuspensionKind::Multiple, HeldGate>
 {
 public:
     explicit HeldGate(RecheckControl& control) : control_(control) {}
-    std::atomic<bool> open{false};
-
     bool TryWait()
     {
-        RecheckControl& control = control_;
-        if (control.calls.fetch_add(1) == 1) // the first call is Wait's own; the second, the re-check
-        {
-            control.entered.store(true);
-            while (!control.release.load())
-                std::this_thread::yield();
-            if (control.destroyed.load())
-                control.usedAfterFree.store(true); // the next line would read freed memory
-        }
-        return open.load(); // ASan: a use after free if the waiter could free the gate meanwhile
+        if (calls_.fetch_add(1) == 1) // the first call is Wait's own; the second, the re-check
+            control_.Hold();
+        return open_.load(); // ASan: a use after free if the waiter could free the gate meanwhile
     }
     void Resume() { Waitable::Resume(); }
+    void Open()
+    {
+        open_.store(true);
+        Resume();
+    }
 
 private:
     RecheckControl& control_;
+    std::atomic<int> calls_{0};
+    std::atomic<bool> open_{false};
 };
-} // namespace
 
-TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left the object",
-          "[waitable]")
+// The Single kind's counterpart: a Suspendable whose re-check (TryResume) is held.
+class HeldSlot : public Suspendable<SuspensionKind::Single, HeldSlot>
+{
+public:
+    explicit HeldSlot(RecheckControl& control) : control_(control) {}
+    void Wait()
+    {
+        while (!open_.load())
+            Suspend();
+    }
+    void Open()
+    {
+        open_.store(true);
+        Resume();
+    }
+    void TryResume()
+    {
+        control_.Hold();
+        if (open_.load())
+            Resume();
+    }
+
+private:
+    RecheckControl& control_;
+    std::atomic<bool> open_{false};
+};
+
+// The waiter (a task started from outside, so not a Multiple object's creator) frees the object
+// as soon as its wait returns, as the documented lifetimes allow. Its re-check is held on the
+// worker it left while this thread opens the object, so it runs again on the other worker: its
+// wait must not return until the re-check has left the object.
+template <class Held>
+void CheckWaitOutlivesRecheck()
 {
     RecheckControl control;
     std::atomic<bool> returned{false};
-    auto* gate = new HeldGate(control);
+    auto* object = new Held(control);
     TC::Scheduler scheduler(2u);
-    // Started from outside the scheduler (no creator): it suspends on the plain stack path.
     auto waiter = scheduler.Start(
         [&]
         {
-            gate->Wait();
+            object->Wait();
             returned.store(true);
-            delete gate; // allowed: the only waiter, nobody opens it any more
+            delete object;
             control.destroyed.store(true);
         });
     REQUIRE(Eventually([&] { return control.entered.load(); }));
-    // The re-check is held on the worker the waiter left; open and resume from here, so the
-    // waiter runs again on the other worker.
-    gate->open.store(true);
-    gate->Resume();
+    object->Open();
     std::this_thread::sleep_for(50ms);
     CHECK_FALSE(returned.load()); // still waiting out the re-check
     control.release.store(true);
@@ -329,64 +361,16 @@ TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left
     CHECK(returned.load());
     CHECK_FALSE(control.usedAfterFree.load());
 }
-
-namespace
-{
-// The Single kind's counterpart: a Suspendable whose re-check (TryResume) is held.
-class HeldSlot : public Suspendable<SuspensionKind::Single, HeldSlot>
-{
-public:
-    explicit HeldSlot(RecheckControl& control) : control_(control) {}
-    std::atomic<bool> open{false};
-
-    void Wait()
-    {
-        while (!open.load())
-            Suspend();
-    }
-    void Open()
-    {
-        open.store(true);
-        Resume();
-    }
-    void TryResume()
-    {
-        RecheckControl& control = control_;
-        control.entered.store(true);
-        while (!control.release.load())
-            std::this_thread::yield();
-        if (control.destroyed.load())
-            control.usedAfterFree.store(true); // the next line would read freed memory
-        if (open.load())
-            Resume();
-    }
-
-private:
-    RecheckControl& control_;
-};
 } // namespace
+
+TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left the object",
+          "[waitable]")
+{
+    CheckWaitOutlivesRecheck<HeldGate>();
+}
 
 TEST_CASE("A Single waiter's wait returns only after its own re-check has left the object",
           "[waitable]")
 {
-    RecheckControl control;
-    std::atomic<bool> returned{false};
-    auto* slot = new HeldSlot(control);
-    TC::Scheduler scheduler(2u);
-    auto waiter = scheduler.Start(
-        [&]
-        {
-            slot->Wait();
-            returned.store(true);
-            delete slot; // allowed: the waiter may destroy it once its wait returned
-            control.destroyed.store(true);
-        });
-    REQUIRE(Eventually([&] { return control.entered.load(); }));
-    slot->Open(); // resumes the waiter, which runs again on the other worker
-    std::this_thread::sleep_for(50ms);
-    CHECK_FALSE(returned.load()); // still waiting out the re-check
-    control.release.store(true);
-    waiter.Join();
-    CHECK(returned.load());
-    CHECK_FALSE(control.usedAfterFree.load());
+    CheckWaitOutlivesRecheck<HeldSlot>();
 }

@@ -156,21 +156,28 @@ void EnqueueCounted(tbb::task_arena& arena, std::counting_semaphore<2>& done, Bo
         });
 }
 
-// BM_PingPongSameThread_TBB: client and server tasks in one arena with a single worker thread;
-// an item is one round trip.
-void BM_PingPongSameThread_TBB(benchmark::State& state)
+// Client on `clientArena`, server on `serverArena` (each one worker thread, no slot for this
+// thread); an item is one round trip.
+void RunPingPongTbb(benchmark::State& state, tbb::task_arena& clientArena,
+                    tbb::task_arena& serverArena)
 {
-    tbb::task_arena arena(1, 0);
     SuspendPointMailbox requests;
     SuspendPointMailbox replies;
     std::counting_semaphore<2> done(0);
     bool ok = true;
-    EnqueueCounted(arena, done, [&] { ServeTbb(requests, replies); });
-    EnqueueCounted(arena, done, [&] { PingPongClientTbb(state, requests, replies, ok); });
+    EnqueueCounted(serverArena, done, [&] { ServeTbb(requests, replies); });
+    EnqueueCounted(clientArena, done, [&] { PingPongClientTbb(state, requests, replies, ok); });
     done.acquire();
     done.acquire();
     if (TCBench::Expect(state, ok, "a wrong reply"))
         TCBench::ReportItems(state, 1);
+}
+
+// BM_PingPongSameThread_TBB: client and server tasks in one arena with a single worker thread.
+void BM_PingPongSameThread_TBB(benchmark::State& state)
+{
+    tbb::task_arena arena(1, 0);
+    RunPingPongTbb(state, arena, arena);
 }
 BENCHMARK(BM_PingPongSameThread_TBB)->UseRealTime();
 
@@ -183,16 +190,7 @@ void BM_PingPongCrossThread_TBB(benchmark::State& state)
     tbb::global_control workers(tbb::global_control::max_allowed_parallelism, 3);
     tbb::task_arena clientArena(1, 0);
     tbb::task_arena serverArena(1, 0);
-    SuspendPointMailbox requests;
-    SuspendPointMailbox replies;
-    std::counting_semaphore<2> done(0);
-    bool ok = true;
-    EnqueueCounted(serverArena, done, [&] { ServeTbb(requests, replies); });
-    EnqueueCounted(clientArena, done, [&] { PingPongClientTbb(state, requests, replies, ok); });
-    done.acquire();
-    done.acquire();
-    if (TCBench::Expect(state, ok, "a wrong reply"))
-        TCBench::ReportItems(state, 1);
+    RunPingPongTbb(state, clientArena, serverArena);
 }
 BENCHMARK(BM_PingPongCrossThread_TBB)->UseRealTime();
 #endif // without resumable tasks (a oneTBB built without them) the two rows are left out

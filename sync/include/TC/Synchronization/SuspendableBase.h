@@ -10,12 +10,11 @@
 #include <TC/SuspendedTask.h>
 #include <TC/Synchronization/SuspensionKind.h>
 
-#include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/BusyCount.h>
 
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 namespace TC::Synchronization
 {
@@ -102,18 +101,7 @@ protected:
 
     // Returns once the waiter's publication and re-check have left the object (see the class
     // comment); a few instructions of OnSuspended at most, never a suspension.
-    void WaitOutPublishers() const noexcept
-    {
-        unsigned spins = 0;
-        // acquire: pairs with the release decrement that ends the publication.
-        while (publishing_.load(std::memory_order_acquire) != 0)
-        {
-            if (++spins > 64)
-                std::this_thread::yield();
-            else
-                detail::CpuRelax();
-        }
-    }
+    void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
     // Resumes the waiter suspended now, if any; true if there was one. Any thread, any time.
     // It does not touch the object after the waiter's ResumeTask.
@@ -143,14 +131,14 @@ protected:
 private:
     void OnSuspended(SuspendedTask task) noexcept final
     {
-        publishing_.fetch_add(1); // seq_cst: before the publication it counts
+        publishing_.Enter(); // before the publication it counts
         // seq_cst: pairs with the state change of the resumer (store state, then exchange the
         // slot) so that either the resumer sees the waiter or OnPublished sees the state.
         [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
         TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
                  "a second task suspended on a SuspensionKind::Single object");
         OnPublished();
-        publishing_.fetch_sub(1, std::memory_order_release); // the last access
+        publishing_.Leave(); // the last access
     }
 
     bool OnTimeout(SuspendedTask task) noexcept final
@@ -160,7 +148,7 @@ private:
     }
 
     std::atomic<SuspendedTask> waiter_{nullptr};
-    std::atomic<std::uint32_t> publishing_{0}; // a publication and re-check in flight
+    detail::BusyCount publishing_; // a publication and re-check in flight
 };
 
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, no timeouts.
@@ -226,18 +214,7 @@ protected:
 
     // Returns once no waiter's publication and re-check is running on the object (see the class
     // comment); a few instructions of someone else's OnSuspended at most, never a suspension.
-    void WaitOutPublishers() const noexcept
-    {
-        unsigned spins = 0;
-        // acquire: pairs with the release decrement that ends each publication.
-        while (publishing_.load(std::memory_order_acquire) != 0)
-        {
-            if (++spins > 64)
-                std::this_thread::yield();
-            else
-                detail::CpuRelax();
-        }
-    }
+    void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
     // Resumes every waiter suspended now, newest first, the creator last. Returns the number
     // resumed. Any thread. The object is not touched after the last ResumeTask.
@@ -322,12 +299,12 @@ private:
         void OnSuspended(SuspendedTask task) noexcept override
         {
             SuspendableBase* const owner = owner_; // this callback dies with the wait
-            owner->publishing_.fetch_add(1); // seq_cst: before the publication it counts
+            owner->publishing_.Enter(); // before the publication it counts
             [[maybe_unused]] const SuspendedTask previous = owner->creatorWaiter_.exchange(task);
             TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
                      "the creator of a Multiple object suspended on it twice");
             owner->OnPublished();
-            owner->publishing_.fetch_sub(1, std::memory_order_release); // the last access
+            owner->publishing_.Leave(); // the last access
         }
 
     private:
@@ -338,17 +315,17 @@ private:
     {
         // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
         // fence makes the pair a full store-load barrier against the resumer's state change.
-        publishing_.fetch_add(1); // seq_cst: before the publication it counts
+        publishing_.Enter(); // before the publication it counts
         waiters_.Push(task.Entry());
         std::atomic_thread_fence(std::memory_order_seq_cst);
         OnPublished();
-        publishing_.fetch_sub(1, std::memory_order_release); // the last access
+        publishing_.Leave(); // the last access
     }
 
     ConcurrentStack<SuspendedTaskEntry> waiters_;
     std::atomic<SuspendedTask> creatorWaiter_{nullptr};
     std::atomic<std::uint32_t> resumeRequests_{0};
-    std::atomic<std::uint32_t> publishing_{0}; // publications and re-checks in flight
+    detail::BusyCount publishing_; // publications and re-checks in flight
     TaskHandle creator_;
 };
 } // namespace TC::Synchronization

@@ -11,7 +11,8 @@
 namespace TC::Synchronization::detail
 {
 // An opening operation (CountDown, Done) is bracketed by Enter/Leave around its state change
-// and its Resume; Leave is its last access to the object. A waiter that saw the state open --
+// and its Resume, and so is a waiter's publication and re-check (SuspendableBase); Leave is its
+// last access to the object. A waiter that saw the state open --
 // which that operation's Enter precedes -- calls Drain, which returns once every such operation
 // has left. The wait lasts as long as the rest of one Resume (a few resumes, never a suspension).
 class BusyCount
