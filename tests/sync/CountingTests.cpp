@@ -374,3 +374,58 @@ TEST_CASE("A Single waiter's wait returns only after its own re-check has left t
 {
     CheckWaitOutlivesRecheck<HeldSlot>();
 }
+
+namespace
+{
+// Closed until the fourth TryWait: the re-check of the second coroutine to wait (calls: first
+// waiter's ready and re-check, second waiter's ready, then its re-check) finds it open.
+class OpensOnFourthCheck : public Waitable<SuspensionKind::Multiple, OpensOnFourthCheck>
+{
+public:
+    bool TryWait() { return ++calls_ >= 4; }
+    void Resume() { Waitable::Resume(); }
+
+private:
+    int calls_ = 0; // one thread only
+};
+
+Fire AwaitAndLog(OpensOnFourthCheck& gate, std::vector<int>& log, int id)
+{
+    co_await gate; // no executor: resumed inline by whoever resumes it
+    log.push_back(id);
+}
+} // namespace
+
+TEST_CASE("A coroutine resumed inline from another waiter's re-check does not wait for it",
+          "[waitable]")
+{
+    // The second coroutine's re-check opens the gate and resumes both waiters: itself (its
+    // await_suspend returns false) and the first, inline, from inside that re-check. The first
+    // must not wait out a publication that is below it on its own thread's stack.
+    OpensOnFourthCheck gate;
+    std::vector<int> log;
+    AwaitAndLog(gate, log, 1);
+    REQUIRE(log.empty());
+    AwaitAndLog(gate, log, 2);
+    CHECK(log == std::vector<int>{1, 2});
+    CHECK_FALSE(gate.IsSuspended());
+}
+
+namespace
+{
+Fire AwaitLatch(Latch& latch, bool& passed)
+{
+    co_await latch; // no executor: resumed inline by the CountDown that opens it
+    passed = true;
+}
+} // namespace
+
+TEST_CASE("A coroutine resumed inline by CountDown does not wait for that CountDown", "[latch]")
+{
+    Latch latch(1);
+    bool passed = false;
+    AwaitLatch(latch, passed);
+    REQUIRE_FALSE(passed);
+    latch.CountDown(); // resumes the coroutine inline, from inside CountDown
+    CHECK(passed);
+}

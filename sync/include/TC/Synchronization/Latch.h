@@ -24,13 +24,12 @@ public:
     // Counting below zero is a caller error (checked mode fails it).
     void CountDown(std::size_t n = 1) noexcept
     {
-        busy_.Enter();
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
         const std::size_t before = count_.fetch_sub(n); // seq_cst: the state change
         TC_CHECK(before >= n, "a Latch is counted down at most its count",
                  "Latch::CountDown below zero");
         if (before == n)
             Resume();
-        busy_.Leave(); // the last access
     }
 
     // CountDown(n), then Wait().

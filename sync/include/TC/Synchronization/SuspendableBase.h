@@ -131,14 +131,13 @@ protected:
 private:
     void OnSuspended(SuspendedTask task) noexcept final
     {
-        publishing_.Enter(); // before the publication it counts
+        detail::BusyCount::Scope publishing(publishing_); // ends with the last access
         // seq_cst: pairs with the state change of the resumer (store state, then exchange the
         // slot) so that either the resumer sees the waiter or OnPublished sees the state.
         [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
         TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
                  "a second task suspended on a SuspensionKind::Single object");
         OnPublished();
-        publishing_.Leave(); // the last access
     }
 
     bool OnTimeout(SuspendedTask task) noexcept final
@@ -299,12 +298,11 @@ private:
         void OnSuspended(SuspendedTask task) noexcept override
         {
             SuspendableBase* const owner = owner_; // this callback dies with the wait
-            owner->publishing_.Enter(); // before the publication it counts
+            detail::BusyCount::Scope publishing(owner->publishing_); // ends with the last access
             [[maybe_unused]] const SuspendedTask previous = owner->creatorWaiter_.exchange(task);
             TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
                      "the creator of a Multiple object suspended on it twice");
             owner->OnPublished();
-            owner->publishing_.Leave(); // the last access
         }
 
     private:
@@ -315,11 +313,10 @@ private:
     {
         // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
         // fence makes the pair a full store-load barrier against the resumer's state change.
-        publishing_.Enter(); // before the publication it counts
+        detail::BusyCount::Scope publishing(publishing_); // ends with the last access
         waiters_.Push(task.Entry());
         std::atomic_thread_fence(std::memory_order_seq_cst);
         OnPublished();
-        publishing_.Leave(); // the last access
     }
 
     ConcurrentStack<SuspendedTaskEntry> waiters_;

@@ -24,12 +24,11 @@ public:
     // Adds n pieces of work (n may be negative; reaching zero then releases the waiters).
     void Add(std::int64_t n = 1) noexcept
     {
-        busy_.Enter();
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
         const std::int64_t after = count_.fetch_add(n) + n; // seq_cst: the state change
         TC_CHECK(after >= 0, "WaitGroup count never goes negative", "WaitGroup::Done/Add below 0");
         if (after == 0)
             Resume();
-        busy_.Leave(); // the last access
     }
 
     // One piece of work finished.
