@@ -14,7 +14,9 @@ namespace TC::Synchronization
 //
 // Destruction: by any waiter as soon as its Wait returned (Wait returns only once every
 // CountDown that was running has left the object), provided nobody counts it down or starts a
-// wait any more. The task or thread that constructed it is resumed last.
+// wait any more. The task or thread that constructed it is resumed last. Exception: a coroutine
+// with no executor is resumed inline, inside the CountDown that opened the latch, and returns
+// into it; it must leave the latch alive.
 class Latch : public Waitable<SuspensionKind::Multiple, Latch>
 {
 public:

@@ -16,6 +16,8 @@ namespace TC::Synchronization
 //
 // Destruction: by any waiter as soon as its Wait returned (Wait returns only once every Add/Done
 // that was running has left the object), provided nobody adds to it or waits on it any more.
+// Exception: a coroutine with no executor is resumed inline, inside the Done that released it,
+// and returns into it; it must leave the group alive.
 class WaitGroup : public Waitable<SuspensionKind::Multiple, WaitGroup>
 {
 public:
