@@ -195,6 +195,9 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
 
 SchedulerCore::~SchedulerCore()
 {
+    // A submitter from outside may still be waking a worker for the task that finished last.
+    while (enqueuing_.load(std::memory_order_acquire) != 0)
+        std::this_thread::yield();
     if (hostState_ && hostState_->host == this)
         hostState_->host = nullptr;
     for (auto& worker : workers_)
@@ -276,6 +279,20 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
 
 void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 {
+    // Counted: once the item is queued its task may run and finish on a worker, and the scheduler
+    // be destroyed, while this call (from the timer thread or any other) is still waking a
+    // worker; ~SchedulerCore waits until no call is in here. relaxed increment: it is sequenced
+    // before the enqueue, which the task's run and the destruction happen after; release
+    // decrement: this call's accesses happen before the destructor's acquire load.
+    struct InFlight
+    {
+        std::atomic<std::uint32_t>& count;
+        explicit InFlight(std::atomic<std::uint32_t>& c) noexcept : count(c)
+        {
+            count.fetch_add(1, std::memory_order_relaxed);
+        }
+        ~InFlight() { count.fetch_sub(1, std::memory_order_release); }
+    } inFlight(enqueuing_);
     auto& queue = global_[PriorityIndex(priority)];
     TsanRelease(&queue);
     if (!queue.enqueue(item))

@@ -156,6 +156,7 @@ private:
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<int> sleepers_{0};
+    std::atomic<std::uint32_t> enqueuing_{0}; // EnqueueShared calls in flight (see there)
     std::mutex sleepLock_;
     Parker* sleepList_ = nullptr;
     std::atomic<bool> exit_{false};
