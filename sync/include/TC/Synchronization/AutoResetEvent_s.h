@@ -14,8 +14,10 @@ namespace TC::Synchronization
 // one compare-exchange, and neither Set nor the waiter touches the object after the RMW that
 // hands the waiter over. Destruction: by the waiter as soon as its Wait returned (the usual
 // "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
-// Set is running. Cost: a Set+Wait pair that does not suspend is two RMWs; one that suspends
-// adds one for publishing.
+// Set is running. Cost: a Set+Wait pair that does not suspend is one RMW (Set's) plus the
+// waiter's load and store -- one waiter at a time is what lets TryWait clear the word without
+// an RMW; one that suspends adds one for publishing. Calling TryWait or Wait from two threads at
+// once breaks that rule (both may pass one Set); use AutoResetEvent for several waiters.
 class AutoResetEvent_s : public detail::OneWordEvent<true>
 {
 public:

@@ -20,7 +20,7 @@ public:
     explicit ManualResetEvent(bool initiallySet = false) noexcept : set_(initiallySet) {}
 
     // Opens the event and resumes every waiter suspended now. Any thread, also a callback.
-    // Cost: one store, a fence and an exchange when nobody waits.
+    // Cost: one seq_cst store, a fence and two loads when nobody waits.
     void Set() noexcept
     {
         set_.store(true); // seq_cst: the state change the waiters' re-check pairs with

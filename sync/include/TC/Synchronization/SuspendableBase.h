@@ -232,7 +232,7 @@ protected:
             entry = next;
             ++resumed;
         }
-        if (const SuspendedTask creator = creatorWaiter_.exchange(nullptr))
+        if (const SuspendedTask creator = TakeCreatorWaiter())
         {
             ResumeTask(creator);
             ++resumed;
@@ -249,7 +249,7 @@ protected:
             ResumeTask(SuspendedTask(entry));
             return true;
         }
-        if (const SuspendedTask creator = creatorWaiter_.exchange(nullptr))
+        if (const SuspendedTask creator = TakeCreatorWaiter())
         {
             ResumeTask(creator);
             return true;
@@ -308,6 +308,16 @@ private:
     private:
         SuspendableBase* owner_;
     };
+
+    // The creator's slot, claimed by exchange only when the peek finds it taken: an empty slot
+    // (the common case) costs a load, not an RMW. Relaxed peek: callers ran the seq_cst fence
+    // that orders it after their state change, as for the stack's head.
+    SuspendedTask TakeCreatorWaiter() noexcept
+    {
+        if (creatorWaiter_.load(std::memory_order_relaxed) == nullptr)
+            return nullptr;
+        return creatorWaiter_.exchange(nullptr);
+    }
 
     void OnSuspended(SuspendedTask task) noexcept final
     {

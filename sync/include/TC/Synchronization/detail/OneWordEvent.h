@@ -18,8 +18,9 @@ namespace TC::Synchronization::detail
 {
 // The word is kUnset, kSet, or the address of the one suspended waiter's SuspendedTaskEntry
 // (entries are pointer-aligned, so neither constant is a valid address). Every access by a
-// waiter or setter is one RMW on the word and the last access of the object: nothing of the
-// event is touched after the RMW that publishes the waiter or claims it. That is what lets the
+// waiter or setter is one access of the word (an RMW, or the passing waiter's load-then-store of
+// TryWait) and the last of the object: nothing of the event is touched after the RMW that
+// publishes the waiter or claims it. That is what lets the
 // waiter destroy the event as soon as its wait returns.
 template <bool AutoReset>
 class OneWordEvent : private ISuspendCallback
@@ -76,10 +77,16 @@ public:
     {
         if constexpr (AutoReset)
         {
-            std::uintptr_t expected = kSet;
-            // acquire: what the setter wrote before Set is visible to the waiter that passes.
-            return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acquire,
-                                                 std::memory_order_relaxed);
+            // A load and a plain store, no RMW: with one waiter at a time, nobody else moves
+            // the word away from kSet between them -- a Set finds it set and leaves it, a Reset
+            // or OnTimeout writes kUnset too (OnTimeout concerns a published entry, and the
+            // waiter calling this has none). Sets landing in the window coalesce with the one
+            // consumed, as Sets on a set event do. acquire: what the setter wrote before Set is
+            // visible to the waiter that passes.
+            if (word_.load(std::memory_order_acquire) != kSet)
+                return false;
+            word_.store(kUnset, std::memory_order_relaxed);
+            return true;
         }
         else
         {
