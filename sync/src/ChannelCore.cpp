@@ -62,11 +62,25 @@ struct ChannelCore::Queues
     std::mutex growMutex;
 };
 
-ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity)
-    : queues_(std::make_unique<Queues>()),
-      slotSize_((slotSize + slotAlign - 1) / slotAlign * slotAlign), slotAlign_(slotAlign),
+struct ChannelCore::InlineQueue
+{
+    moodycamel::ConcurrentQueue<InlineCell> cells;
+};
+
+ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity,
+                         bool inlineValues)
+    : slotSize_((slotSize + slotAlign - 1) / slotAlign * slotAlign), slotAlign_(slotAlign),
       bounded_(capacity != 0)
 {
+    if (inlineValues)
+    {
+        inline_ = std::make_unique<InlineQueue>();
+        // The gate alone bounds it: the queue holds at most `capacity` cells.
+        if (bounded_)
+            space.Release(static_cast<std::int64_t>(capacity));
+        return;
+    }
+    queues_ = std::make_unique<Queues>();
     if (bounded_)
     {
         if (capacity > UINT32_MAX)
@@ -85,8 +99,34 @@ ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_
 
 ChannelCore::~ChannelCore()
 {
+    if (!queues_)
+        return; // inline values are trivially destructible: the queue frees its blocks
     for (std::size_t i = 0; i < queues_->chunkCount; ++i)
         ::operator delete(queues_->chunks[i], std::align_val_t(slotAlign_));
+}
+
+void ChannelCore::PushInline(const InlineCell& cell)
+{
+    AnnotateRelease(inline_.get());
+    if (!inline_->cells.enqueue(cell))
+    {
+        if (bounded_)
+            space.Release(1); // the room granted for it is unused
+        throw std::bad_alloc();
+    }
+    items.Release(1);
+}
+
+void ChannelCore::PopInline(InlineCell& cell) noexcept
+{
+    // `items` granted one, so a cell exists; its enqueue may still be finishing, and a
+    // multi-producer queue may miss it on the first try.
+    while (!inline_->cells.try_dequeue(cell))
+    {
+    }
+    AnnotateAcquire(inline_.get());
+    if (bounded_)
+        space.Release(1);
 }
 
 void* ChannelCore::SlotAddress(std::uint32_t index) const noexcept

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -209,6 +211,54 @@ TEST_CASE("Channel Close resumes waiting receivers and senders; receivers drain 
             int out = 0;
             CHECK(channel.TryReceive(out) == ChannelStatus::Closed);
         }
+    }
+}
+
+namespace
+{
+// 16 bytes, trivially copyable, no default constructor: travels inline in the queue.
+struct Pair
+{
+    Pair(std::int32_t a, double b) : first(a), second(b) {}
+    std::int32_t first;
+    double second;
+};
+static_assert(TC::Synchronization::detail::kChannelInline<Pair>);
+static_assert(TC::Synchronization::detail::kChannelInline<std::int64_t>);
+static_assert(!TC::Synchronization::detail::kChannelInline<std::unique_ptr<int>>);
+static_assert(!TC::Synchronization::detail::kChannelInline<std::array<char, 17>>);
+} // namespace
+
+TEST_CASE("Channel carries small trivially copyable values inline, in order, bounded or not",
+          "[channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{3}})
+    {
+        INFO("capacity " << capacity);
+        Channel<Pair> channel(capacity);
+        TC::Scheduler scheduler(2u);
+        constexpr int kCount = 5000;
+        auto producer = scheduler.Start(
+            [&]
+            {
+                for (int i = 0; i < kCount; ++i)
+                    CHECK(channel.Send(Pair(i, i * 0.5)));
+            });
+        for (int i = 0; i < kCount; ++i)
+        {
+            std::optional<Pair> value = channel.Receive();
+            REQUIRE(value.has_value());
+            REQUIRE(value->first == i); // one sender: FIFO
+            REQUIRE(value->second == i * 0.5);
+        }
+        producer.Join();
+        Pair out(0, 0);
+        CHECK(channel.TryReceive(out) == ChannelStatus::Empty);
+        CHECK(channel.TrySend(Pair(7, 7.0)) == ChannelStatus::Ok);
+        channel.Close();
+        CHECK(channel.TryReceive(out) == ChannelStatus::Ok);
+        CHECK(out.first == 7);
+        CHECK_FALSE(channel.Receive().has_value());
     }
 }
 

@@ -318,13 +318,27 @@ TEST_CASE("Stress: Mailbox<T> request/reply", "[stress][mailbox]")
     CHECK(sum == requests * (requests + 1));
 }
 
-TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
+namespace
+{
+// Not trivially copyable (a user-provided copy): travels in a slot, the queue carrying its index.
+struct SlotValue
+{
+    SlotValue(std::int64_t v) : value(v) {}
+    SlotValue(const SlotValue& other) : value(other.value) {}
+    SlotValue& operator=(const SlotValue& other) = default;
+    operator std::int64_t() const { return value; }
+    std::int64_t value;
+};
+static_assert(!TC::Synchronization::detail::kChannelInline<SlotValue>);
+
+template <class Value>
+void ChannelMpmcStress()
 {
     for (std::size_t capacity : {std::size_t{0}, std::size_t{16}})
     {
         INFO("capacity " << capacity);
         const std::int64_t perProducer = Scaled(300000);
-        Channel<std::int64_t> channel(capacity);
+        Channel<Value> channel(capacity);
         std::atomic<std::int64_t> sum{0};
         std::atomic<std::int64_t> count{0};
         Waiters w;
@@ -338,7 +352,7 @@ TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
             std::int64_t local = 0, n = 0;
             while (auto v = channel.Receive())
             {
-                local += *v;
+                local += static_cast<std::int64_t>(*v);
                 ++n;
             }
             sum += local;
@@ -352,13 +366,13 @@ TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
         w.Start(WaiterKind::Thread, consumer, [] { return std::suspend_never{}; });
         struct Coro
         {
-            static Fire Run(Waiters& w, Channel<std::int64_t>& ch, std::atomic<std::int64_t>& sum,
+            static Fire Run(Waiters& w, Channel<Value>& ch, std::atomic<std::int64_t>& sum,
                             std::atomic<std::int64_t>& count, std::atomic<bool>& done)
             {
                 co_await w.GetScheduler().Schedule();
                 while (auto v = co_await ch.ReceiveAsync())
                 {
-                    sum += *v;
+                    sum += static_cast<std::int64_t>(*v);
                     count += 1;
                 }
                 done = true;
@@ -373,4 +387,11 @@ TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
         CHECK(count == 2 * perProducer);
         CHECK(sum == perProducer * (perProducer + 1));
     }
+}
+} // namespace
+
+TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
+{
+    SECTION("inline values") { ChannelMpmcStress<std::int64_t>(); }
+    SECTION("values in slots") { ChannelMpmcStress<SlotValue>(); }
 }

@@ -6,8 +6,12 @@
 #include <TC/Synchronization/detail/ChannelCore.h>
 
 #include <coroutine>
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <new>
 #include <optional>
 #include <type_traits>
@@ -37,22 +41,30 @@ enum class ChannelStatus : std::uint8_t
 //
 // Ordering: values from one sender are received in the order sent (moodycamel's per-producer
 // FIFO); values of different senders interleave. Waiters are resumed in arrival order.
-// Fast path: the lock-free moodycamel ConcurrentQueue (carrying slot indices) plus one CAS or
-// fetch_add on a counting gate per side; waits go through the suspend protocol.
+// Fast path: the lock-free moodycamel ConcurrentQueue plus one CAS or fetch_add on a counting
+// gate per side; waits go through the suspend protocol. A trivially copyable T of up to 16 bytes
+// (detail::kChannelInline) travels inside the queue; any other T lives in a slot of the channel
+// and the queue carries its index (a second queue recycles free slots).
 //
 // Destruction: when nobody waits on it and no call is running; remaining values are destroyed.
 template <class T>
 class Channel
 {
 public:
-    explicit Channel(std::size_t capacity = 0) : core_(sizeof(T), alignof(T), capacity) {}
+    explicit Channel(std::size_t capacity = 0)
+        : core_(sizeof(T), alignof(T), capacity, kInline)
+    {
+    }
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
     ~Channel()
     {
-        std::uint32_t index;
-        while (void* slot = core_.TryTakeFullSlotForDestroy(index))
-            std::launder(static_cast<T*>(slot))->~T();
+        if constexpr (!kInline) // inline values are trivially destructible
+        {
+            std::uint32_t index;
+            while (void* slot = core_.TryTakeFullSlotForDestroy(index))
+                std::launder(static_cast<T*>(slot))->~T();
+        }
     }
 
     // Sends a value: true if accepted, false if the channel is closed. A bounded channel
@@ -207,6 +219,8 @@ public:
     }
 
 private:
+    static constexpr bool kInline = detail::kChannelInline<T>;
+
     static ChannelStatus Map(detail::AcquireResult result) noexcept
     {
         return result == detail::AcquireResult::Closed ? ChannelStatus::Closed
@@ -216,6 +230,13 @@ private:
     // A slot is granted (bounded) or available by growth (unbounded): construct and commit.
     void Emplace(T&& value)
     {
+        if constexpr (kInline)
+        {
+            detail::InlineCell cell;
+            std::memcpy(cell.bytes, std::addressof(value), sizeof(T)); // trivially copyable
+            core_.PushInline(cell);
+            return;
+        }
         std::uint32_t index;
         void* slot = core_.TakeFreeSlot(index);
         try
@@ -233,6 +254,16 @@ private:
     // `items` granted a value: move it out and recycle its slot.
     std::optional<T> Extract()
     {
+        if constexpr (kInline)
+        {
+            // Trivially copyable: its bytes are its value (bit_cast needs no default
+            // constructor).
+            detail::InlineCell cell;
+            core_.PopInline(cell);
+            std::array<std::byte, sizeof(T)> bytes;
+            std::memcpy(bytes.data(), cell.bytes, sizeof(T));
+            return std::optional<T>(std::bit_cast<T>(bytes));
+        }
         std::uint32_t index;
         T* value = std::launder(static_cast<T*>(core_.TakeFullSlot(index)));
         std::optional<T> result(std::move(*value));

@@ -7,9 +7,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace TC::Synchronization::detail
 {
+// A trivially copyable value of up to kInlineValueSize bytes (an integer, a pointer, a small
+// struct of them) travels inside the queue itself: a send copies it into one queue cell, a
+// receive copies it out -- one lock-free queue operation and one gate operation per side, no
+// slot to take or recycle. Every other value lives in a slot:
+//
 // Values live in slots owned by the core (raw storage of the element's size and alignment, in
 // chunks that never move); the queues carry 32-bit slot indices. A send takes a free index,
 // constructs the value in its slot and queues the index as full; a receive takes a full index,
@@ -19,15 +25,44 @@ namespace TC::Synchronization::detail
 // An unbounded channel grows by chunks of 64, 128, 256 ... slots when no free index is left;
 // that growth (and moodycamel's own block allocation on a thread's first use) is the only
 // allocation after construction.
+inline constexpr std::size_t kInlineValueSize = 16;
+
+// True when T's values travel inline in the queue (memcpy is how a trivially copyable value is
+// copied, and its destructor is trivial, so a value left in the queue needs no destroying).
+template <class T>
+inline constexpr bool kChannelInline = std::is_trivially_copyable_v<T> &&
+                                       sizeof(T) <= kInlineValueSize &&
+                                       alignof(T) <= alignof(std::max_align_t) &&
+                                       alignof(T) <= 8;
+
+// One queue cell: the bytes of an inline value.
+struct InlineCell
+{
+    alignas(8) std::byte bytes[kInlineValueSize];
+};
+
 class ChannelCore
 {
 public:
-    ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity);
+    // `inlineValues`: kChannelInline of the element type (then slotSize/slotAlign are unused).
+    ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity,
+                bool inlineValues);
     ~ChannelCore();
     ChannelCore(const ChannelCore&) = delete;
     ChannelCore& operator=(const ChannelCore&) = delete;
 
     bool Bounded() const noexcept { return bounded_; }
+
+    // ---- inline values ----
+    // Queues a cell holding a value's bytes and wakes a receiver. Bounded: call only after
+    // `space` granted room. Throws std::bad_alloc when the queue cannot grow; nothing is queued
+    // then (and a bounded channel's granted room is given back).
+    void PushInline(const InlineCell& cell);
+    // Takes the oldest cell; call only after `items` granted one (then it exists). Wakes a
+    // sender of a bounded channel.
+    void PopInline(InlineCell& cell) noexcept;
+
+    // ---- values in slots ----
 
     // A free slot. Bounded: call only after `space` granted one (then it exists). Unbounded:
     // grows when none is left (throws std::bad_alloc if that fails; nothing changes then).
@@ -57,7 +92,10 @@ private:
     struct Queues;
     void* SlotAddress(std::uint32_t index) const noexcept;
 
-    std::unique_ptr<Queues> queues_;
+    struct InlineQueue;
+
+    std::unique_ptr<Queues> queues_;       // values in slots
+    std::unique_ptr<InlineQueue> inline_; // inline values
     std::size_t slotSize_;
     std::size_t slotAlign_;
     bool bounded_;
