@@ -1,6 +1,9 @@
-// ChannelCore: slot storage and the moodycamel index queues. moodycamel stays in this file.
+// ChannelCore: slot storage, the FIFO rings and the moodycamel free-slot queue (moodycamel stays
+// in this file).
 
+#include <TC/Checked.h>
 #include <TC/Synchronization/detail/ChannelCore.h>
+#include <TC/Synchronization/detail/SpinLock.h>
 
 #include <concurrentqueue.h>
 
@@ -50,9 +53,73 @@ constexpr unsigned kFirstChunkShift = 6; // unbounded chunks: 64, 128, 256, ... 
 constexpr std::size_t kMaxChunks = 26;   // 64 * (2^26 - 1) slots: beyond any 32-bit index
 } // namespace
 
+// The FIFO every value passes through: a power-of-two ring of trivially copyable cells under a
+// spinlock, doubled (under the lock) when full. One queue with one order, so values are received
+// in the order their sends were queued -- which a per-thread sub-queue design (moodycamel) does
+// not give a task that sends, suspends, and sends again from another worker. Held for a few
+// stores; the counting gates, not this lock, are where callers wait.
+template <class Cell>
+class FifoRing
+{
+public:
+    explicit FifoRing(std::size_t reserve) { Reserve(reserve); }
+
+    // Makes room for `count` cells in all; throws std::bad_alloc (nothing changed) if it cannot.
+    void Reserve(std::size_t count)
+    {
+        std::lock_guard guard(lock_);
+        if (count > capacity_)
+            GrowLocked(std::bit_ceil(count));
+    }
+
+    // Grows when full (throws std::bad_alloc then, nothing queued); never grows, and so never
+    // throws, while Reserve made room for everything that can be in it.
+    void Push(const Cell& cell)
+    {
+        std::lock_guard guard(lock_);
+        if (count_ == capacity_)
+            GrowLocked(capacity_ == 0 ? 64 : capacity_ * 2);
+        cells_[(head_ + count_) & (capacity_ - 1)] = cell;
+        ++count_;
+    }
+
+    bool Pop(Cell& cell) noexcept
+    {
+        std::lock_guard guard(lock_);
+        if (count_ == 0)
+            return false;
+        cell = cells_[head_];
+        head_ = (head_ + 1) & (capacity_ - 1);
+        --count_;
+        return true;
+    }
+
+private:
+    void GrowLocked(std::size_t capacity)
+    {
+        std::unique_ptr<Cell[]> cells(new Cell[capacity]); // the only throw, before any change
+        for (std::size_t i = 0; i < count_; ++i)
+            cells[i] = cells_[(head_ + i) & (capacity_ - 1)];
+        cells_ = std::move(cells);
+        capacity_ = capacity;
+        head_ = 0;
+    }
+
+    SpinLock lock_;
+    std::unique_ptr<Cell[]> cells_;
+    std::size_t capacity_ = 0;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+};
+
 struct ChannelCore::Queues
 {
-    moodycamel::ConcurrentQueue<std::uint32_t> full;
+    explicit Queues(std::size_t reserve) : full(reserve) {}
+
+    // Full slots in send order; room for every slot is reserved as slots are made, so a commit
+    // never grows it.
+    FifoRing<std::uint32_t> full;
+    // Free slots: their order does not matter, so the lock-free moodycamel queue.
     moodycamel::ConcurrentQueue<std::uint32_t> free;
     // Written under growMutex before the new indices are queued; readers reach an index only
     // through the queues, whose enqueue/dequeue order the pointer's write before its read.
@@ -64,7 +131,9 @@ struct ChannelCore::Queues
 
 struct ChannelCore::InlineQueue
 {
-    moodycamel::ConcurrentQueue<InlineCell> cells;
+    explicit InlineQueue(std::size_t reserve) : cells(reserve) {}
+
+    FifoRing<InlineCell> cells;
 };
 
 ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity,
@@ -74,17 +143,17 @@ ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_
 {
     if (inlineValues)
     {
-        inline_ = std::make_unique<InlineQueue>();
-        // The gate alone bounds it: the queue holds at most `capacity` cells.
+        // Bounded: the ring never grows, as the gate lets at most `capacity` cells in.
+        inline_ = std::make_unique<InlineQueue>(bounded_ ? capacity : 64);
         if (bounded_)
             space.Release(static_cast<std::int64_t>(capacity));
         return;
     }
-    queues_ = std::make_unique<Queues>();
+    if (capacity > UINT32_MAX)
+        throw std::length_error("Channel capacity above 2^32 - 1");
+    queues_ = std::make_unique<Queues>(capacity);
     if (bounded_)
     {
-        if (capacity > UINT32_MAX)
-            throw std::length_error("Channel capacity above 2^32 - 1");
         queues_->chunks[0] = static_cast<std::byte*>(
             ::operator new(slotSize_* capacity, std::align_val_t(slotAlign_)));
         queues_->chunkCount = 1;
@@ -107,24 +176,24 @@ ChannelCore::~ChannelCore()
 
 void ChannelCore::PushInline(const InlineCell& cell)
 {
-    AnnotateRelease(inline_.get());
-    if (!inline_->cells.enqueue(cell))
+    try
+    {
+        inline_->cells.Push(cell);
+    }
+    catch (...)
     {
         if (bounded_)
             space.Release(1); // the room granted for it is unused
-        throw std::bad_alloc();
+        throw;
     }
     items.Release(1);
 }
 
 void ChannelCore::PopInline(InlineCell& cell) noexcept
 {
-    // `items` granted one, so a cell exists; its enqueue may still be finishing, and a
-    // multi-producer queue may miss it on the first try.
-    while (!inline_->cells.try_dequeue(cell))
-    {
-    }
-    AnnotateAcquire(inline_.get());
+    // `items` granted one, and the push came before the Release that made it: it is there.
+    [[maybe_unused]] const bool popped = inline_->cells.Pop(cell);
+    TC_CHECK(popped, "a granted receive finds its value", "Channel: granted, but the queue was empty");
     if (bounded_)
         space.Release(1);
 }
@@ -170,6 +239,7 @@ void* ChannelCore::TakeFreeSlot(std::uint32_t& index)
     if (first + slots > UINT32_MAX)
         throw std::length_error("Channel holds more than 2^32 - 1 values");
     std::vector<std::uint32_t> indices(static_cast<std::size_t>(slots - 1));
+    queues_->full.Reserve(static_cast<std::size_t>(first + slots)); // so Commit never grows it
     auto* memory = static_cast<std::byte*>(
         ::operator new(slotSize_* static_cast<std::size_t>(slots), std::align_val_t(slotAlign_)));
     queues_->chunks[chunk] = memory;
@@ -196,23 +266,16 @@ void ChannelCore::ReturnFreeSlot(std::uint32_t index) noexcept
 
 void ChannelCore::Commit(std::uint32_t index) noexcept
 {
-    // enqueue only fails when moodycamel cannot allocate a block; retrying is all a noexcept
-    // commit can do (the value is already constructed and must not be lost).
-    AnnotateRelease(queues_.get());
-    while (!queues_->full.enqueue(index))
-    {
-    }
+    // Never grows, so never throws: room for every slot was reserved when the slot was made.
+    queues_->full.Push(index);
     items.Release(1);
 }
 
 void* ChannelCore::TakeFullSlot(std::uint32_t& index) noexcept
 {
-    // `items` granted one, so a full index exists; its enqueue may still be finishing, and a
-    // multi-producer queue may miss it on the first try.
-    while (!queues_->full.try_dequeue(index))
-    {
-    }
-    AnnotateAcquire(queues_.get());
+    // `items` granted one, and the push came before the Release that made it: it is there.
+    [[maybe_unused]] const bool popped = queues_->full.Pop(index);
+    TC_CHECK(popped, "a granted receive finds its value", "Channel: granted, but the queue was empty");
     return SlotAddress(index);
 }
 
@@ -234,9 +297,8 @@ void ChannelCore::Close() noexcept
 
 void* ChannelCore::TryTakeFullSlotForDestroy(std::uint32_t& index) noexcept
 {
-    if (!queues_->full.try_dequeue(index))
+    if (!queues_->full.Pop(index))
         return nullptr;
-    AnnotateAcquire(queues_.get());
     return SlotAddress(index);
 }
 } // namespace TC::Synchronization::detail

@@ -39,12 +39,14 @@ enum class ChannelStatus : std::uint8_t
 // Close may still be accepted; it is then received like any other value (or destroyed with the
 // channel).
 //
-// Ordering: values from one sender are received in the order sent (moodycamel's per-producer
-// FIFO); values of different senders interleave. Waiters are resumed in arrival order.
-// Fast path: the lock-free moodycamel ConcurrentQueue plus one CAS or fetch_add on a counting
-// gate per side; waits go through the suspend protocol. A trivially copyable T of up to 16 bytes
-// (detail::kChannelInline) travels inside the queue; any other T lives in a slot of the channel
-// and the queue carries its index (a second queue recycles free slots).
+// Ordering: one FIFO. Values are received in the order their sends queued them, so the values
+// of one sender arrive in the order sent -- also from a task that migrates between workers or a
+// coroutine resumed elsewhere -- and values of different senders interleave. Waiters are resumed
+// in arrival order.
+// Fast path: one ring operation (a spinlock held for a few stores) plus one CAS or fetch_add on
+// a counting gate per side; waits go through the suspend protocol. A trivially copyable T of up
+// to 16 bytes (detail::kChannelInline) travels inside the ring; any other T lives in a slot of
+// the channel and the ring carries its index (moodycamel's lock-free queue recycles free slots).
 //
 // Destruction: when nobody waits on it and no call is running; remaining values are destroyed.
 template <class T>

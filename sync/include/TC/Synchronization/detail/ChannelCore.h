@@ -1,6 +1,6 @@
 #pragma once
-// ChannelCore: the type-erased part of Channel<T> -- slot storage, the lock-free index queues
-// (moodycamel ConcurrentQueue, kept inside ChannelCore.cpp) and the two counting gates.
+// ChannelCore: the type-erased part of Channel<T> -- the FIFO ring values pass through, slot
+// storage for values that do not fit a cell, and the two counting gates.
 
 #include <TC/Synchronization/detail/SemaphoreCore.h>
 
@@ -11,20 +11,24 @@
 
 namespace TC::Synchronization::detail
 {
-// A trivially copyable value of up to kInlineValueSize bytes (an integer, a pointer, a small
-// struct of them) travels inside the queue itself: a send copies it into one queue cell, a
-// receive copies it out -- one lock-free queue operation and one gate operation per side, no
-// slot to take or recycle. Every other value lives in a slot:
+// Every value passes through one FIFO ring (a power-of-two ring under a spinlock, held for a
+// few stores; ChannelCore.cpp), so values leave in the order their sends queued them -- also for
+// a task that sends, suspends and sends again from another worker. A trivially copyable value of
+// up to kInlineValueSize bytes (an integer, a pointer, a small struct of them) travels inside a
+// ring cell: a send copies it in, a receive copies it out, one ring operation and one gate
+// operation per side. Every other value lives in a slot:
 //
 // Values live in slots owned by the core (raw storage of the element's size and alignment, in
-// chunks that never move); the queues carry 32-bit slot indices. A send takes a free index,
-// constructs the value in its slot and queues the index as full; a receive takes a full index,
-// moves the value out and queues the index as free. `items` counts full slots (receivers wait on
-// it); `space` counts free slots of a bounded channel (senders wait on it). The index queues
-// never block: every wait goes through the gates, i.e. through the suspend protocol.
-// An unbounded channel grows by chunks of 64, 128, 256 ... slots when no free index is left;
-// that growth (and moodycamel's own block allocation on a thread's first use) is the only
-// allocation after construction.
+// chunks that never move); the ring carries 32-bit slot indices. A send takes a free index,
+// constructs the value in its slot and queues the index; a receive takes the oldest index,
+// moves the value out and recycles the index (free indices go through moodycamel's lock-free
+// ConcurrentQueue, whose order does not matter there). `items` counts queued values (receivers
+// wait on it); `space` counts room in a bounded channel (senders wait on it). The ring never
+// blocks: every wait goes through the gates, i.e. through the suspend protocol. An unbounded
+// channel grows by chunks of 64, 128, 256 ... slots when no free index is left, and its ring
+// doubles when full (an inline ring) or as slots are made (an index ring); that growth, and
+// moodycamel's block allocation on a thread's first recycle, are the only allocations after
+// construction.
 inline constexpr std::size_t kInlineValueSize = 16;
 
 // True when T's values travel inline in the queue (memcpy is how a trivially copyable value is
