@@ -16,7 +16,7 @@ void Mutex::LockSlow()
 
 bool Mutex::TryLockFor(Duration timeout)
 {
-    if (try_lock())
+    if (TryAcquire())
         return true;
     Node node(*this);
     return SuspendTaskFor(&node, timeout); // true: resumed owning the mutex

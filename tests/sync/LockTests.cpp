@@ -140,6 +140,73 @@ TEST_CASE("Mutex hands over in arrival order and a newcomer cannot barge", "[mut
         t.Join();
 }
 
+TEST_CASE("Mutex: a newcomer never takes it from a queued waiter", "[mutex][fairness]")
+{
+    TC::Scheduler host(0u); // the queued waiter runs only when this thread pumps
+    Mutex mutex;
+    std::atomic<int> taken{0}; // acquisitions by newcomers
+    int takenBeforeFirst = -1;
+    mutex.lock(); // the main thread owns it
+    auto first = host.Start(
+        [&]
+        {
+            mutex.lock();
+            takenBeforeFirst = taken.load();
+            mutex.unlock();
+        });
+    host.RunUntilIdle(); // it finds the mutex locked and queues
+    // Pollers: try_lock in a loop, the newcomer's own test and CAS, run across the hand-off.
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pollers;
+    for (int i = 0; i < 2; ++i)
+        pollers.emplace_back(
+            [&]
+            {
+                while (!stop.load())
+                    if (mutex.try_lock())
+                    {
+                        taken.fetch_add(1);
+                        mutex.unlock();
+                    }
+            });
+    std::this_thread::sleep_for(5ms);
+    mutex.unlock(); // hands it to `first`, which stays queued-then-owning until pumped
+    {
+        // Newcomers of every kind find it locked and queue behind `first`. None may get it
+        // before `first` ran.
+        Waiters late;
+        for (WaiterKind kind : kAllKinds)
+            late.Start(
+                kind,
+                [&]
+                {
+                    std::lock_guard guard(mutex);
+                    taken.fetch_add(1);
+                },
+                [&]
+                {
+                    auto record = [&]
+                    {
+                        taken.fetch_add(1);
+                        mutex.Unlock();
+                    };
+                    return Then<Mutex::LockAwaiter, decltype(record)>{mutex.LockAsync(), record};
+                });
+        std::this_thread::sleep_for(20ms);
+        CHECK(taken.load() == 0);
+        CHECK(mutex.IsLocked());
+        host.RunUntilIdle(); // `first` runs at last, already owning it, and passes it on
+        CHECK(takenBeforeFirst == 0);
+        CHECK(late.WaitFinished(3));
+    }
+    stop = true;
+    for (auto& poller : pollers)
+        poller.join();
+    first.Join();
+    CHECK(taken.load() >= 3);
+    CHECK_FALSE(mutex.IsLocked());
+}
+
 TEST_CASE("Mutex::TryLockFor times out and leaves the queue intact", "[mutex][timeout]")
 {
     TC::EnableTimers();

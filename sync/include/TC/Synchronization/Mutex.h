@@ -20,12 +20,16 @@ class ConditionVariable;
 // (co_await m.LockAsync()) that finds it locked is suspended -- not spinning, not blocking its
 // worker -- and queued. Unlock hands the mutex directly to the oldest queued waiter, which is
 // resumed already owning it, so under contention ownership passes in strict arrival order and a
-// newcomer cannot barge in ahead of the queue. The owner may unlock from another thread than the
-// one it locked on (tasks migrate between workers).
+// newcomer cannot barge in ahead of the queue (the word never reads free while anyone is queued).
+// The owner may unlock from another thread than the one it locked on (tasks migrate between
+// workers). A short poll before queueing was measured and dropped: once a queue forms, only a
+// hand-off frees the mutex, so a poll cannot succeed (guides/performance.md).
 //
-// State: one word (0 free, 1 locked, 2 locked with waiters); lock and unlock are one CAS each
-// while uncontended. The waiter queue is a spinlock-guarded FIFO of nodes living in the waiters'
-// own frames (no allocation); resumes happen after that spinlock is released.
+// State: one word (0 free, 1 locked, 2 locked with waiters); lock and unlock are a load and one
+// CAS each while uncontended, the load first so that a contended attempt does not take the
+// cache line from the owner with a failing CAS. The waiter queue is a spinlock-guarded FIFO of
+// nodes living in the waiters' own frames (no allocation); resumes happen after that spinlock is
+// released.
 //
 // Destruction: when it is unlocked, nobody waits on it and no unlock is running; an unlock does
 // not touch the mutex after it resumed the next owner.
@@ -45,29 +49,23 @@ public:
     // recursive: locking a mutex one already owns deadlocks.
     void lock()
     {
-        std::uint32_t expected = kFree;
-        // acquire: the previous owner's writes are visible to us.
-        if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
-                                            std::memory_order_relaxed))
+        if (!TryAcquire())
             LockSlow();
     }
 
     // Takes the mutex if it is free. Never suspends.
-    bool try_lock() noexcept
-    {
-        std::uint32_t expected = kFree;
-        // acquire: as in lock().
-        return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
-                                              std::memory_order_relaxed);
-    }
+    bool try_lock() noexcept { return TryAcquire(); }
 
     // Releases the mutex, or hands it to the oldest waiter and resumes it. Any thread; never
     // suspends.
     void unlock() noexcept
     {
         std::uint32_t expected = kLocked;
-        // release: our writes are visible to the next owner.
-        if (!state_.compare_exchange_strong(expected, kFree, std::memory_order_release,
+        // relaxed load: a pre-check only (kContended goes straight to the slow path instead of
+        // through a failing compare-exchange); release CAS: our writes are visible to the next
+        // owner.
+        if (state_.load(std::memory_order_relaxed) != kLocked ||
+            !state_.compare_exchange_strong(expected, kFree, std::memory_order_release,
                                             std::memory_order_relaxed))
             UnlockSlow();
     }
@@ -92,7 +90,7 @@ public:
         }
         bool await_ready() noexcept
         {
-            return owner_.try_lock();
+            return owner_.TryAcquire();
         }
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
@@ -128,6 +126,16 @@ private:
     static constexpr std::uint32_t kLocked = 1;
     static constexpr std::uint32_t kContended = 2;
 
+    // Reads before it writes (test and test-and-set): a CAS that fails still takes the cache line
+    // away from the owner. relaxed load: a pre-check only, the CAS decides; acquire: we own it now
+    // and see the previous owner's writes.
+    bool TryAcquire() noexcept
+    {
+        std::uint32_t expected = kFree;
+        return state_.load(std::memory_order_relaxed) == kFree &&
+               state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                              std::memory_order_relaxed);
+    }
     void LockSlow();
     void UnlockSlow() noexcept;
     // Takes the mutex for `node` (whose task is set) or queues it. Used by the lock slow path
