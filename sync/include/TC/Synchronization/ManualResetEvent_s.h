@@ -14,8 +14,8 @@ namespace TC::Synchronization
 // one compare-exchange, and neither Set nor the waiter touches the object after the RMW that
 // hands the waiter over. Destruction: by the waiter as soon as its Wait returned (the usual
 // "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
-// Set is running. Cost: a Set+Wait pair that does not suspend is two RMWs; one that suspends
-// adds one for publishing.
+// Set is running. Cost: a Set+Wait pair that does not suspend is one RMW (Set's exchange; Wait
+// is a load); one that suspends adds one for publishing.
 class ManualResetEvent_s : public detail::OneWordEvent<false>
 {
 public:
