@@ -28,6 +28,10 @@ namespace
 // per batch rather than once per task (two locks per task cost a spawn-and-join ~110 instructions).
 constexpr std::size_t kStackCacheLimit = 64;
 constexpr std::size_t kStackBatch = 32;
+// Room the shared pool has for default-size stacks from the start: a task freed outside its
+// workers (a Join that drops the last reference after the task ended) returns its stack there,
+// and the first such return must not allocate the pool's entry in a steady state.
+constexpr std::size_t kStackPoolReserve = 2 * kStackCacheLimit;
 constexpr std::int64_t kSpinNanoseconds = 20000; // an idle worker spins about 20 us, then sleeps
 
 std::size_t PageSize() noexcept
@@ -158,6 +162,7 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
                                PageSize())),
       taskHooks(static_cast<bool>(options.hooks.taskEnter) || static_cast<bool>(options.hooks.taskLeave))
 {
+    stackPool_[defaultStackSize].reserve(kStackPoolReserve);
     const unsigned count = options.workerCount ? options.workerCount : 1;
     for (unsigned i = 0; i < count; ++i)
     {
