@@ -83,6 +83,15 @@ public:
         ++count_;
     }
 
+    // For a receiver the gate granted: the push came before the Release that made the grant, so
+    // a cell is there.
+    void PopGranted(Cell& cell) noexcept
+    {
+        [[maybe_unused]] const bool popped = Pop(cell);
+        TC_CHECK(popped, "a granted receive finds its value",
+                 "Channel: granted, but the queue was empty");
+    }
+
     bool Pop(Cell& cell) noexcept
     {
         std::lock_guard guard(lock_);
@@ -169,7 +178,7 @@ ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_
 ChannelCore::~ChannelCore()
 {
     if (!queues_)
-        return; // inline values are trivially destructible: the queue frees its blocks
+        return; // inline values are trivially destructible: the ring frees its cells
     for (std::size_t i = 0; i < queues_->chunkCount; ++i)
         ::operator delete(queues_->chunks[i], std::align_val_t(slotAlign_));
 }
@@ -191,9 +200,7 @@ void ChannelCore::PushInline(const InlineCell& cell)
 
 void ChannelCore::PopInline(InlineCell& cell) noexcept
 {
-    // `items` granted one, and the push came before the Release that made it: it is there.
-    [[maybe_unused]] const bool popped = inline_->cells.Pop(cell);
-    TC_CHECK(popped, "a granted receive finds its value", "Channel: granted, but the queue was empty");
+    inline_->cells.PopGranted(cell);
     if (bounded_)
         space.Release(1);
 }
@@ -273,9 +280,7 @@ void ChannelCore::Commit(std::uint32_t index) noexcept
 
 void* ChannelCore::TakeFullSlot(std::uint32_t& index) noexcept
 {
-    // `items` granted one, and the push came before the Release that made it: it is there.
-    [[maybe_unused]] const bool popped = queues_->full.Pop(index);
-    TC_CHECK(popped, "a granted receive finds its value", "Channel: granted, but the queue was empty");
+    queues_->full.PopGranted(index);
     return SlotAddress(index);
 }
 

@@ -274,8 +274,8 @@ void CheckOneSenderOrder(Make make, Read read)
 
 TEST_CASE("Channel keeps one sender's order across workers: inline values", "[channel]")
 {
-    CheckOneSenderOrder<Pair>([](int i) { return Pair(i, i * 0.5); },
-                              [](const Pair& p) { return p.second == p.first * 0.5 ? p.first : -1; });
+    CheckOneSenderOrder<Pair>([](int i) { return Pair(i, i * 0.5); }, [](const Pair& p)
+                              { return p.second == p.first * 0.5 ? p.first : -1; });
 }
 
 TEST_CASE("Channel keeps one sender's order across workers: values in slots", "[channel]")

@@ -392,6 +392,12 @@ void ChannelMpmcStress()
 
 TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
 {
-    SECTION("inline values") { ChannelMpmcStress<std::int64_t>(); }
-    SECTION("values in slots") { ChannelMpmcStress<SlotValue>(); }
+    SECTION("inline values")
+    {
+        ChannelMpmcStress<std::int64_t>();
+    }
+    SECTION("values in slots")
+    {
+        ChannelMpmcStress<SlotValue>();
+    }
 }

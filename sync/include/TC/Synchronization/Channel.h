@@ -5,9 +5,9 @@
 #include <TC/Duration.h>
 #include <TC/Synchronization/detail/ChannelCore.h>
 
-#include <coroutine>
 #include <array>
 #include <bit>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -53,10 +53,7 @@ template <class T>
 class Channel
 {
 public:
-    explicit Channel(std::size_t capacity = 0)
-        : core_(sizeof(T), alignof(T), capacity, kInline)
-    {
-    }
+    explicit Channel(std::size_t capacity = 0) : core_(sizeof(T), alignof(T), capacity, kInline) {}
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
     ~Channel()

@@ -31,19 +31,19 @@ namespace TC::Synchronization::detail
 // construction.
 inline constexpr std::size_t kInlineValueSize = 16;
 
-// True when T's values travel inline in the queue (memcpy is how a trivially copyable value is
-// copied, and its destructor is trivial, so a value left in the queue needs no destroying).
-template <class T>
-inline constexpr bool kChannelInline = std::is_trivially_copyable_v<T> &&
-                                       sizeof(T) <= kInlineValueSize &&
-                                       alignof(T) <= alignof(std::max_align_t) &&
-                                       alignof(T) <= 8;
-
-// One queue cell: the bytes of an inline value.
+// One ring cell: the bytes of an inline value.
 struct InlineCell
 {
     alignas(8) std::byte bytes[kInlineValueSize];
 };
+
+// True when T's values travel inline in the ring: they fit a cell, and are trivially copyable
+// (memcpy is how such a value is copied, and its destructor is trivial, so a value left in the
+// ring needs no destroying).
+template <class T>
+inline constexpr bool kChannelInline = std::is_trivially_copyable_v<T> &&
+                                       sizeof(T) <= sizeof(InlineCell) &&
+                                       alignof(T) <= alignof(InlineCell);
 
 class ChannelCore
 {
@@ -98,7 +98,7 @@ private:
 
     struct InlineQueue;
 
-    std::unique_ptr<Queues> queues_;       // values in slots
+    std::unique_ptr<Queues> queues_;      // values in slots
     std::unique_ptr<InlineQueue> inline_; // inline values
     std::size_t slotSize_;
     std::size_t slotAlign_;

@@ -20,8 +20,8 @@ namespace TC::Synchronization::detail
 // (entries are pointer-aligned, so neither constant is a valid address). Every access by a
 // waiter or setter is one access of the word (an RMW, or the passing waiter's load-then-store of
 // TryWait) and the last of the object: nothing of the event is touched after the RMW that
-// publishes the waiter or claims it. That is what lets the
-// waiter destroy the event as soon as its wait returns.
+// publishes the waiter or claims it. That is what lets the waiter destroy the event as soon as
+// its wait returns.
 template <bool AutoReset>
 class OneWordEvent : private ISuspendCallback
 {
