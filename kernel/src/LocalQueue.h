@@ -49,7 +49,7 @@ public:
     }
 
 private:
-    void Grow()
+    [[gnu::noinline]] void Grow()
     {
         const std::size_t capacity = capacity_ ? capacity_ * 2 : 64;
         auto slots = std::make_unique<std::uintptr_t[]>(capacity);

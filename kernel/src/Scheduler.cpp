@@ -109,11 +109,11 @@ void CheckCanary(const Task* task) noexcept
 #endif
 }
 
-[[noreturn]] void TaskMain(void* argument)
+[[noreturn]] void TaskMain(void* argument, void* worker)
 {
     OnContextStarted();
     auto* task = static_cast<Task*>(argument);
-    AfterSwitchIn();
+    AfterSwitchIn(*static_cast<Worker*>(worker));
     try
     {
         task->body->invoke(task->callable);
@@ -495,13 +495,12 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
     worker.taskScope = ExecutorScope::Innermost();
     if (taskHooks)
         CallTaskHook(options.hooks.taskEnter, task);
-    SwitchContext(worker.context, task->context);
-    // Back on the worker loop's own stack: whichever task switched here left its action.
-    ThreadState& thread = CurrentThread();
-    Worker& self = *thread.worker;
+    // Back on the worker loop's own stack, on this thread: whichever task switched here left
+    // its action.
+    Worker& self = *static_cast<Worker*>(SwitchContext(worker.context, task->context, &worker));
     self.current = nullptr;
     if (self.post != PostSwitch::None)
-        self.core->RunPostSwitch(self, thread);
+        self.core->RunPostSwitch(self, *self.threadState);
 }
 
 void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
@@ -552,6 +551,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
 {
     ThreadState& thread = CurrentThread();
     thread.worker = &worker;
+    worker.threadState = &thread;
     thread.isWorkerThread = true;
     InitThreadContext(worker.context);
     if (options.hooks.threadStart)
@@ -584,9 +584,16 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     {
         ThreadState& thread;
         Worker* saved;
-        ~Binding() { thread.worker = saved; }
-    } binding{thread, thread.worker};
+        Worker& worker;
+        ThreadState* savedThread;
+        ~Binding()
+        {
+            thread.worker = saved;
+            worker.threadState = savedThread;
+        }
+    } binding{thread, thread.worker, worker, worker.threadState};
     thread.worker = &worker;
+    worker.threadState = &thread;
     thread.host = this;
     hostState_ = &thread;
     if (worker.context.stackBottom == nullptr && worker.context.backend == nullptr)
@@ -828,21 +835,22 @@ void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerC
         CallTaskHook(core->options.hooks.taskLeave, self);
     Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
     const bool finished = action == PostSwitch::Finish;
+    void* arrivedOn;
     if (next)
     {
         // Straight to the next ready task: one switch, and its first act is our post action.
         worker->current = next;
         if (core->taskHooks)
             CallTaskHook(core->options.hooks.taskEnter, next);
-        SwitchContext(self->context, next->context, finished);
+        arrivedOn = SwitchContext(self->context, next->context, worker, finished);
     }
     else
     {
         worker->current = nullptr;
-        SwitchContext(self->context, worker->context, finished);
+        arrivedOn = SwitchContext(self->context, worker->context, worker, finished);
     }
     // Running again, perhaps on another thread: do what the context we came from asked.
-    AfterSwitchIn();
+    AfterSwitchIn(*static_cast<Worker*>(arrivedOn));
 }
 } // namespace TC::detail
 

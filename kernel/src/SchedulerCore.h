@@ -4,6 +4,7 @@
 
 #include "LocalQueue.h"
 #include "Parker.h"
+#include "Resume.h"
 #include "Task.h"
 #include "ThreadState.h"
 #include "context/Context.h"
@@ -45,6 +46,7 @@ struct Worker
     ExecutionContext context;  // the worker loop's own context (its thread's stack)
     LocalQueue local[2];       // by Priority; only this worker's thread touches them
     Task* current = nullptr;
+    ThreadState* threadState = nullptr; // the thread running this worker's loop or pump right now
     const ExecutorScope* taskScope = nullptr; // scope in force when the current task was entered
     PostSwitch post = PostSwitch::None;
     Task* postTask = nullptr;
@@ -77,8 +79,12 @@ public:
     // worker sleeps).
     void Enqueue(std::uintptr_t item, Priority priority)
     {
+        EnqueueFrom(CurrentThread().worker, item, priority);
+    }
+    // The same, for a caller that has already read the calling thread's worker (or nullptr).
+    void EnqueueFrom(Worker* worker, std::uintptr_t item, Priority priority)
+    {
         const auto p = static_cast<std::size_t>(priority);
-        Worker* worker = CurrentThread().worker;
         if (worker && worker->core == this
             && (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0
                 || !HasWorkerThreads()))
@@ -172,12 +178,18 @@ private:
 void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* target = nullptr) noexcept;
 
 // What a context does first when it runs again: the action the context before it left.
-inline void AfterSwitchIn() noexcept
+// `worker` is the switch's message: the worker of the thread this context now runs on.
+// A plain suspend, by far the most common action, is handled here without a call.
+inline void AfterSwitchIn(Worker& worker) noexcept
 {
-    ThreadState& thread = CurrentThread();
-    Worker& worker = *thread.worker;
-    if (worker.post != PostSwitch::None)
-        worker.core->RunPostSwitch(worker, thread);
+    if (worker.post == PostSwitch::Suspend) [[likely]]
+    {
+        Task* task = worker.postTask;
+        worker.post = PostSwitch::None;
+        CallOnSuspended(task->entry, *worker.threadState);
+    }
+    else if (worker.post != PostSwitch::None)
+        worker.core->RunPostSwitch(worker, *worker.threadState);
 }
 
 // Drops one of a task's two references (its own, its JoinHandle's); the last frees it.

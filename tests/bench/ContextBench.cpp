@@ -20,7 +20,7 @@ struct RawPair
     bool stop = false;
 };
 
-[[noreturn]] void FiberLoop(void* argument)
+[[noreturn]] void FiberLoop(void* argument, void*)
 {
     TC::detail::OnContextStarted();
     auto* pair = static_cast<RawPair*>(argument);

@@ -9,7 +9,7 @@
 
 #if TC_CONTEXT_ASM && !TC_ASAN && !TC_TSAN
 #define TC_INLINE_SWITCH 1
-extern "C" void TC_SwitchContext(void** saveSp, void* loadSp);
+extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 #else
 #define TC_INLINE_SWITCH 0
 #endif
@@ -28,9 +28,10 @@ struct ExecutionContext
     bool ownsTsanFiber = false;
 };
 
-using ContextEntry = void (*)(void* argument);
+// `message` is what the first switch to the context passed (see SwitchContext).
+using ContextEntry = void (*)(void* argument, void* message);
 
-// Prepares `context` to run entry(argument) on [stackBase, stackBase + stackSize) the first time
+// Prepares `context` to run entry(argument, message) on [stackBase, stackBase + stackSize) the first time
 // it is switched to. `entry` must never return.
 void MakeContext(ExecutionContext& context, void* stackBase, std::size_t stackSize,
                  void* stackTop, ContextEntry entry, void* argument);
@@ -41,16 +42,20 @@ void InitThreadContext(ExecutionContext& context);
 // Releases what MakeContext acquired (the ThreadSanitizer fiber); never for the running context.
 void DestroyContext(ExecutionContext& context) noexcept;
 
-// Saves the running state into `from` and continues `to`. Returns when something switches back.
-// `fromFinished`: `from` will never run again (lets AddressSanitizer drop its fake stack).
-// Plain builds with the assembly backend call the switch directly (no annotations to make).
+// Saves the running state into `from` and continues `to`. Returns when something switches back,
+// with the `message` that switch passed: the scheduler hands over the worker the context now
+// runs on, which no thread-local read could give more cheaply. `fromFinished`: `from` will
+// never run again (lets AddressSanitizer drop its fake stack). Plain builds with the assembly
+// backend call the switch directly (no annotations to make).
 #if TC_INLINE_SWITCH
-inline void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool = false) noexcept
+inline void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message = nullptr,
+                           bool = false) noexcept
 {
-    TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend);
+    return TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend, message);
 }
 #else
-void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished = false) noexcept;
+void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message = nullptr,
+                    bool fromFinished = false) noexcept;
 #endif
 
 // Called first thing by a fresh context's entry (tells AddressSanitizer the switch completed).

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-extern "C" void TC_SwitchContext(void** saveSp, void* loadSp);
+extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 extern "C" void TC_ContextStart();
 
 namespace TC::detail
@@ -83,12 +83,13 @@ void DestroyContext(ExecutionContext& context) noexcept
 }
 
 #if !TC_INLINE_SWITCH
-void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished) noexcept
+void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message, bool fromFinished) noexcept
 {
     SwitchAnnotation annotation;
     annotation.Before(to, fromFinished);
-    TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend);
+    void* received = TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend, message);
     annotation.After();
+    return received;
 }
 #endif
 

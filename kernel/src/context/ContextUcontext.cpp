@@ -15,6 +15,7 @@ struct BackendContext
     ucontext_t context;
     ContextEntry entry = nullptr;
     void* argument = nullptr;
+    void* message = nullptr; // left here by the switch that continues this context
 };
 
 namespace
@@ -24,7 +25,7 @@ void Trampoline(unsigned high, unsigned low)
 {
     const auto address = (static_cast<std::uintptr_t>(high) << 32) | low;
     auto* backend = reinterpret_cast<BackendContext*>(address);
-    backend->entry(backend->argument);
+    backend->entry(backend->argument, backend->message);
 }
 } // namespace
 
@@ -61,12 +62,14 @@ void DestroyContext(ExecutionContext& context) noexcept
     context.backend = nullptr;
 }
 
-void SwitchContext(ExecutionContext& from, ExecutionContext& to, bool fromFinished) noexcept
+void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message, bool fromFinished) noexcept
 {
     SwitchAnnotation annotation;
     annotation.Before(to, fromFinished);
+    to.backend->message = message;
     swapcontext(&from.backend->context, &to.backend->context);
     annotation.After();
+    return from.backend->message;
 }
 
 void OnContextStarted() noexcept

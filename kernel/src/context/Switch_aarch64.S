@@ -1,9 +1,11 @@
 /* Context switch for AArch64 (AAPCS64).
  *
- * void TC_SwitchContext(void** saveSp, void* loadSp)
+ * void* TC_SwitchContext(void** saveSp, void* loadSp, void* message)
  *   Saves the callee-saved set the ABI names -- x19-x28, the frame pointer x29, the link
  *   register x30, the low halves d8-d15 of v8-v15 -- and FPCR on the current stack, stores sp to
- *   *saveSp, loads loadSp and restores the same set. Frame layout (ContextAsm.cpp mirrors it):
+ *   *saveSp, loads loadSp and restores the same set. The context switched to sees `message` as
+ *   its own call's return value (a fresh one: as its entry's second argument). Frame layout
+ *   (ContextAsm.cpp mirrors it):
  *     [sp+0]   x19 x20 ... [sp+80] x29 x30   [sp+96] d8 ... d15   [sp+160] fpcr   (176 bytes)
  */
     .text
@@ -41,17 +43,20 @@ TC_SwitchContext:
     ldp     d12, d13, [sp, #128]
     ldp     d14, d15, [sp, #144]
     add     sp, sp, #176
+    mov     x0, x2
     ret
     .cfi_endproc
     .size   TC_SwitchContext, .-TC_SwitchContext
 
-/* First code a fresh context runs: x19 holds the argument, x20 the entry, which never returns. */
+/* First code a fresh context runs: x19 holds the argument, x20 the entry, which never returns,
+ * x0 the first message. */
     .globl  TC_ContextStart
     .type   TC_ContextStart, %function
     .p2align 4
 TC_ContextStart:
     .cfi_startproc
     .cfi_undefined x30
+    mov     x1, x0
     mov     x0, x19
     blr     x20
     brk     #0
