@@ -58,7 +58,8 @@ inline void RescheduleTask(Task* task) noexcept
     Worker* worker = CurrentThread().worker;
     try
     {
-        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority);
+        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task),
+                                     task->priority);
     }
     catch (...)
     {
@@ -176,8 +177,8 @@ void ResumeTask(SuspendedTask task) noexcept
 #endif
     // The common case -- an untimed task, no test kit listening -- stays inline and light; the
     // rest goes out of line, so the fast path saves no registers it does not use.
-    if (racePointHook.load(std::memory_order_relaxed) || entry->timer_ || entry->kind_ != WaiterKind::Task)
-        [[unlikely]]
+    if (racePointHook.load(std::memory_order_relaxed) || entry->timer_ ||
+        entry->kind_ != WaiterKind::Task) [[unlikely]]
     {
         ResumeUncommon(entry);
         return;

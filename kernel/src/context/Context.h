@@ -31,8 +31,8 @@ struct ExecutionContext
 // `message` is what the first switch to the context passed (see SwitchContext).
 using ContextEntry = void (*)(void* argument, void* message);
 
-// Prepares `context` to run entry(argument, message) on [stackBase, stackBase + stackSize) the first time
-// it is switched to. `entry` must never return.
+// Prepares `context` to run entry(argument, message) on [stackBase, stackBase + stackSize) the
+// first time it is switched to. `entry` must never return.
 void MakeContext(ExecutionContext& context, void* stackBase, std::size_t stackSize,
                  void* stackTop, ContextEntry entry, void* argument);
 

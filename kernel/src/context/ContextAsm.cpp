@@ -83,7 +83,8 @@ void DestroyContext(ExecutionContext& context) noexcept
 }
 
 #if !TC_INLINE_SWITCH
-void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message, bool fromFinished) noexcept
+void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message,
+                    bool fromFinished) noexcept
 {
     SwitchAnnotation annotation;
     annotation.Before(to, fromFinished);

@@ -62,7 +62,8 @@ void DestroyContext(ExecutionContext& context) noexcept
     context.backend = nullptr;
 }
 
-void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message, bool fromFinished) noexcept
+void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message,
+                    bool fromFinished) noexcept
 {
     SwitchAnnotation annotation;
     annotation.Before(to, fromFinished);
