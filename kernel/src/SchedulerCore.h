@@ -162,10 +162,12 @@ private:
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<int> sleepers_{0};
-    std::atomic<std::uint32_t> enqueuing_{0}; // EnqueueShared calls in flight (see there)
+    // Own lines: every outside submitter writes enqueuing_ twice, and an idle worker polls
+    // exit_ while it spins; sharing one line made each submission steal it from the spinner.
+    alignas(64) std::atomic<std::uint32_t> enqueuing_{0}; // EnqueueShared calls in flight (see there)
+    alignas(64) std::atomic<bool> exit_{false};
     std::mutex sleepLock_;
     Parker* sleepList_ = nullptr;
-    std::atomic<bool> exit_{false};
     std::atomic<bool> hostBound_{false};
     std::thread::id hostThread_;
     ThreadState* hostState_ = nullptr; // the host thread's state, unbound when this core goes
