@@ -110,10 +110,14 @@ TEST_CASE("a custom IStackAllocator provides and takes back every stack", "[stac
         CHECK(failures == 0);
         // Stacks are pooled: however many tasks start, the stacks alive stay bounded by what is
         // in use plus the pools (each worker caches up to 64 stacks released on it, the rest go
-        // to a shared pool that Start takes from).
+        // to a shared pool that Start takes from). A new stack is allocated only when the shared
+        // pool is empty, so the most alive at once is: both caches full, the Medium and Large
+        // stacks pooled above, on each worker one task that Join already saw finish but that has
+        // not yet switched away and released its stack (a worker preempted there under load),
+        // and the task being started.
         for (int round = 0; round < 600; ++round)
             workers.Start([] { UseStack(1024); }).Join();
-        CHECK(allocator.live <= 2 * 64 + 4);
+        CHECK(allocator.live <= 2 * 64 + 2 + 2 + 1);
     }
     CHECK(allocator.live == 0);
     const std::size_t small = (TC::StackSize::Small + Page() - 1) / Page() * Page();
