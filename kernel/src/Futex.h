@@ -37,13 +37,4 @@ inline void FutexWake(std::atomic<std::uint32_t>* word, int count = 1) noexcept
     syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr,
             nullptr, 0);
 }
-
-inline void CpuRelax() noexcept
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-}
 } // namespace TC::detail

@@ -9,6 +9,7 @@
 
 #include <TC/Checked.h>
 #include <TC/Suspend.h>
+#include <TC/detail/SpinLock.h>
 
 #include <algorithm>
 #include <chrono>

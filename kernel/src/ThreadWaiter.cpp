@@ -11,6 +11,7 @@
 #include "Timers.h"
 
 #include <TC/Suspend.h>
+#include <TC/detail/SpinLock.h>
 
 namespace TC::detail
 {

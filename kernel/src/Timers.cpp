@@ -3,20 +3,19 @@
 // Cost of a timed wait resumed early: arming takes the timer lock once and the waiter takes it
 // once more to unlink its node; the timer thread is notified only when a new deadline becomes the
 // earliest, so a deadline that is cancelled never wakes it on its own account. The lock is a
-// spinlock (one read-modify-write to take, a store to release: a std::mutex costs two RMWs), held
+// SpinLock (one read-modify-write to take, a store to release: a std::mutex costs two RMWs), held
 // only for a few heap steps; the timer thread sleeps on a condition_variable_any over it.
 
 #include "Timers.h"
 
 #include "Diagnostics.h"
-#include "Futex.h"
 #include "Resume.h"
 #include "ThreadState.h"
 
 #include <TC/Checked.h>
 #include <TC/Suspend.h>
+#include <TC/detail/SpinLock.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -33,28 +32,6 @@ std::int64_t SteadyNowNanoseconds() noexcept
 
 namespace
 {
-// The timer service's lock. Waiters hold it for one meld or one unlink; after a short spin a
-// contender yields, so a holder that lost its core gets it back.
-class TimerLock
-{
-public:
-    void lock() noexcept
-    {
-        for (unsigned spins = 0; held_.exchange(true, std::memory_order_acquire);)
-            while (held_.load(std::memory_order_relaxed))
-            {
-                if (++spins < 64)
-                    CpuRelax();
-                else
-                    std::this_thread::yield();
-            }
-    }
-    void unlock() noexcept { held_.store(false, std::memory_order_release); }
-
-private:
-    std::atomic<bool> held_{false};
-};
-
 // Pairing heap over TimerNode: child = first child, sibling = next sibling, prev = parent for a
 // first child and left sibling otherwise.
 TimerNode* Meld(TimerNode* a, TimerNode* b) noexcept
@@ -294,7 +271,7 @@ private:
         Reschedule(entry); // the last access to the entry
     }
 
-    TimerLock lock_;
+    SpinLock lock_; // held for one meld or one unlink (the timer thread: a few heap steps)
     std::condition_variable_any wake_;
     TimerNode* root_ = nullptr;
     std::int64_t sleepingUntil_ = INT64_MAX; // guarded by lock_; INT64_MIN while awake

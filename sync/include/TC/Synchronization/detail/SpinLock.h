@@ -1,54 +1,10 @@
 #pragma once
-// SpinLock: a one-word lock for the few instructions a multi-waiter primitive's list update lasts.
+// SpinLock: the kernel's one-word lock (TC/detail/SpinLock.h), under this layer's detail names.
 
-#include <atomic>
-#include <thread>
+#include <TC/detail/SpinLock.h>
 
 namespace TC::Synchronization::detail
 {
-inline void CpuRelax() noexcept
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-}
-
-// Guards an intrusive waiter list. Held for a handful of pointer updates only, never across
-// SuspendTask or ResumeTask, so spinning beats a futex; after 64 spins it yields the core in case
-// the holder was preempted. Meets Lockable, so std::lock_guard works.
-class SpinLock
-{
-public:
-    void lock() noexcept
-    {
-        // acquire: what the previous holder wrote under the lock is visible once we own it.
-        while (locked_.exchange(true, std::memory_order_acquire))
-        {
-            unsigned spins = 0;
-            // relaxed: a plain poll; the exchange above does the synchronizing.
-            while (locked_.load(std::memory_order_relaxed))
-            {
-                if (++spins > 64)
-                    std::this_thread::yield();
-                else
-                    CpuRelax();
-            }
-        }
-    }
-
-    bool try_lock() noexcept
-    {
-        // acquire: as in lock().
-        return !locked_.load(std::memory_order_relaxed) &&
-               !locked_.exchange(true, std::memory_order_acquire);
-    }
-
-    // release: publishes what was written under the lock to the next holder.
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
-private:
-    std::atomic<bool> locked_{false};
-};
+using TC::detail::CpuRelax;
+using TC::detail::SpinLock;
 } // namespace TC::Synchronization::detail

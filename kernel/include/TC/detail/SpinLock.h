@@ -1,0 +1,56 @@
+#pragma once
+// SpinLock: a one-word lock for the few instructions a list or heap update lasts. The kernel's
+// timer heap and the Synchronization layer's waiter lists share it (the layer re-exports it).
+
+#include <atomic>
+#include <thread>
+
+namespace TC::detail
+{
+// One pause of a spin-wait loop: lets the sibling hyperthread run and saves power.
+inline void CpuRelax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Guards an intrusive list or heap. Held for a handful of pointer updates only, never across
+// SuspendTask or ResumeTask, so spinning beats a futex; after 64 spins it yields the core in case
+// the holder was preempted. Meets Lockable, so std::lock_guard works.
+class SpinLock
+{
+public:
+    void lock() noexcept
+    {
+        // acquire: what the previous holder wrote under the lock is visible once we own it.
+        while (locked_.exchange(true, std::memory_order_acquire))
+        {
+            unsigned spins = 0;
+            // relaxed: a plain poll; the exchange above does the synchronizing.
+            while (locked_.load(std::memory_order_relaxed))
+            {
+                if (++spins > 64)
+                    std::this_thread::yield();
+                else
+                    CpuRelax();
+            }
+        }
+    }
+
+    bool try_lock() noexcept
+    {
+        // acquire: as in lock().
+        return !locked_.load(std::memory_order_relaxed) &&
+               !locked_.exchange(true, std::memory_order_acquire);
+    }
+
+    // release: publishes what was written under the lock to the next holder.
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> locked_{false};
+};
+} // namespace TC::detail
