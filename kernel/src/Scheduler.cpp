@@ -500,8 +500,7 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
     // its action.
     Worker& self = *static_cast<Worker*>(SwitchContext(worker.context, task->context, &worker));
     self.current = nullptr;
-    if (self.post != PostSwitch::None)
-        self.core->RunPostSwitch(self, *self.threadState);
+    AfterSwitchIn(self);
 }
 
 void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
