@@ -1,309 +1,344 @@
-// ChannelCore: slot storage, the FIFO rings and the moodycamel free-slot queue (moodycamel stays
-// in this file).
+// ChannelCore: the lock-free block list values pass through (see ChannelCore.h), its block pool
+// and its destruction.
 
 #include <TC/Checked.h>
 #include <TC/Synchronization/detail/ChannelCore.h>
-#include <TC/Synchronization/detail/SpinLock.h>
 
-#include <concurrentqueue.h>
-
-#include <array>
-#include <bit>
+#include <algorithm>
 #include <mutex>
 #include <new>
-#include <vector>
-
-#if defined(__SANITIZE_THREAD__)
-#define TC_SYNC_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TC_SYNC_TSAN 1
-#endif
-#endif
-
-#if TC_SYNC_TSAN
-extern "C" void __tsan_acquire(void* address);
-extern "C" void __tsan_release(void* address);
-#endif
+#include <thread>
 
 namespace TC::Synchronization::detail
 {
 namespace
 {
-// moodycamel orders its blocks with std::atomic_thread_fence, which ThreadSanitizer does not
-// model (tests/sanitizers/tsan.supp suppresses the queue's own frames). What travels through the
-// queues -- a slot index, and with it the slot's value and the chunk pointer -- is ordered for
-// TSan explicitly: a release on the queues' address before each enqueue, an acquire after each
-// dequeue. Coarse (one address for all), and only in TSan builds.
-inline void AnnotateRelease([[maybe_unused]] void* address) noexcept
+// Positions run kChannelBlockSlots + 1 per block: the extra one (offset == kChannelBlockSlots)
+// stands for "the next block is being linked"; whoever reads it waits and reads again.
+constexpr std::uint64_t kLap = kChannelBlockSlots + 1;
+
+// A slot's two words. `written` is stored once by the slot's sender; `done` is what receivers
+// use to decide who frees the block (a read-modify-write, since a reader and the block's
+// destroyer may set their bits at the same time).
+struct SlotHeader
 {
-#if TC_SYNC_TSAN
-    __tsan_release(address);
-#endif
+    std::atomic<std::uint32_t> written{0};
+    std::atomic<std::uint32_t> done{0};
+};
+constexpr std::uint32_t kWritten = 1;
+constexpr std::uint32_t kSkipped = 2; // the send's construction threw: nothing to receive here
+constexpr std::uint32_t kRead = 1;    // this slot's receiver is finished with it
+constexpr std::uint32_t kDestroy = 2; // the block's destroyer passed here first: finish for it
+
+constexpr std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
+{
+    return (value + to - 1) / to * to;
 }
 
-inline void AnnotateAcquire([[maybe_unused]] void* address) noexcept
-{
-#if TC_SYNC_TSAN
-    __tsan_acquire(address);
-#endif
-}
-
-constexpr unsigned kFirstChunkShift = 6; // unbounded chunks: 64, 128, 256, ... slots
-constexpr std::size_t kMaxChunks = 26;   // 64 * (2^26 - 1) slots: beyond any 32-bit index
-} // namespace
-
-// The FIFO every value passes through: a power-of-two ring of trivially copyable cells under a
-// spinlock, doubled (under the lock) when full. One queue with one order, so values are received
-// in the order their sends were queued -- which a per-thread sub-queue design (moodycamel) does
-// not give a task that sends, suspends, and sends again from another worker. Held for a few
-// stores; the counting gates, not this lock, are where callers wait.
-template <class Cell>
-class FifoRing
+// Waits for another thread that is a few instructions from finishing (a sender between its
+// claim and its write, a sender linking the next block); yields in case it was preempted.
+class Backoff
 {
 public:
-    explicit FifoRing(std::size_t reserve) { Reserve(reserve); }
-
-    // Makes room for `count` cells in all; throws std::bad_alloc (nothing changed) if it cannot.
-    void Reserve(std::size_t count)
+    void Pause() noexcept
     {
-        std::lock_guard guard(lock_);
-        if (count > capacity_)
-            GrowLocked(std::bit_ceil(count));
-    }
-
-    // Grows when full (throws std::bad_alloc then, nothing queued); never grows, and so never
-    // throws, while Reserve made room for everything that can be in it.
-    void Push(const Cell& cell)
-    {
-        std::lock_guard guard(lock_);
-        if (count_ == capacity_)
-            GrowLocked(capacity_ == 0 ? 64 : capacity_ * 2);
-        cells_[(head_ + count_) & (capacity_ - 1)] = cell;
-        ++count_;
-    }
-
-    // For a receiver the gate granted: the push came before the Release that made the grant, so
-    // a cell is there.
-    void PopGranted(Cell& cell) noexcept
-    {
-        [[maybe_unused]] const bool popped = Pop(cell);
-        TC_CHECK(popped, "a granted receive finds its value",
-                 "Channel: granted, but the queue was empty");
-    }
-
-    bool Pop(Cell& cell) noexcept
-    {
-        std::lock_guard guard(lock_);
-        if (count_ == 0)
-            return false;
-        cell = cells_[head_];
-        head_ = (head_ + 1) & (capacity_ - 1);
-        --count_;
-        return true;
+        if (++spins_ < 64)
+            CpuRelax();
+        else
+            std::this_thread::yield();
     }
 
 private:
-    void GrowLocked(std::size_t capacity)
-    {
-        std::unique_ptr<Cell[]> cells(new Cell[capacity]); // the only throw, before any change
-        for (std::size_t i = 0; i < count_; ++i)
-            cells[i] = cells_[(head_ + i) & (capacity_ - 1)];
-        cells_ = std::move(cells);
-        capacity_ = capacity;
-        head_ = 0;
-    }
+    unsigned spins_ = 0;
+};
+} // namespace
 
-    SpinLock lock_;
-    std::unique_ptr<Cell[]> cells_;
-    std::size_t capacity_ = 0;
-    std::size_t head_ = 0;
-    std::size_t count_ = 0;
+struct ChannelCore::Block
+{
+    std::atomic<Block*> next{nullptr}; // linked by the sender of this block's last slot
+    Block* poolNext = nullptr;         // in the spare pool
 };
 
-struct ChannelCore::Queues
+namespace
 {
-    explicit Queues(std::size_t reserve) : full(reserve) {}
+constexpr std::size_t kSlotsOffset = 64; // slots start on the block's second cache line
+static_assert(sizeof(void*) * 2 <= kSlotsOffset);
+} // namespace
 
-    // Full slots in send order; room for every slot is reserved as slots are made, so a commit
-    // never grows it.
-    FifoRing<std::uint32_t> full;
-    // Free slots: their order does not matter, so the lock-free moodycamel queue.
-    moodycamel::ConcurrentQueue<std::uint32_t> free;
-    // Written under growMutex before the new indices are queued; readers reach an index only
-    // through the queues, whose enqueue/dequeue order the pointer's write before its read.
-    std::array<std::byte*, kMaxChunks> chunks{};
-    std::size_t chunkCount = 0;
-    std::uint64_t slotCount = 0;
-    std::mutex growMutex;
-};
-
-struct ChannelCore::InlineQueue
+ChannelCore::ChannelCore(std::size_t valueSize, std::size_t valueAlign, std::size_t capacity,
+                         void (*destroyValue)(void*) noexcept)
+    : poolLimit_(capacity ? (capacity + kChannelBlockSlots - 1) / kChannelBlockSlots + 2 : 8),
+      valueOffset_(RoundUp(sizeof(SlotHeader), valueAlign)),
+      slotStride_(RoundUp(valueOffset_ + valueSize, std::max(alignof(SlotHeader), valueAlign))),
+      blockAlign_(std::max<std::size_t>(64, valueAlign)),
+      blockBytes_(RoundUp(kSlotsOffset, blockAlign_) + kChannelBlockSlots * slotStride_),
+      destroyValue_(destroyValue), bounded_(capacity != 0)
 {
-    explicit InlineQueue(std::size_t reserve) : cells(reserve) {}
-
-    FifoRing<InlineCell> cells;
-};
-
-ChannelCore::ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity,
-                         bool inlineValues)
-    : slotSize_((slotSize + slotAlign - 1) / slotAlign * slotAlign), slotAlign_(slotAlign),
-      bounded_(capacity != 0)
-{
-    if (inlineValues)
-    {
-        // Bounded: the ring never grows, as the gate lets at most `capacity` cells in.
-        inline_ = std::make_unique<InlineQueue>(bounded_ ? capacity : 64);
-        if (bounded_)
-            space.Release(static_cast<std::int64_t>(capacity));
+    Block* first = NewBlock();
+    head_.block.store(first, std::memory_order_relaxed);
+    tail_.block.store(first, std::memory_order_relaxed);
+    if (!bounded_)
         return;
-    }
-    if (capacity > UINT32_MAX)
-        throw std::length_error("Channel capacity above 2^32 - 1");
-    queues_ = std::make_unique<Queues>(capacity);
-    if (bounded_)
+    // Every block a full channel can span, with one being freed and one being linked: a bounded
+    // channel never allocates after this.
+    try
     {
-        queues_->chunks[0] = static_cast<std::byte*>(
-            ::operator new(slotSize_* capacity, std::align_val_t(slotAlign_)));
-        queues_->chunkCount = 1;
-        queues_->slotCount = capacity;
-        std::vector<std::uint32_t> indices(capacity);
-        for (std::size_t i = 0; i < capacity; ++i)
-            indices[i] = static_cast<std::uint32_t>(i);
-        queues_->free.enqueue_bulk(indices.data(), indices.size());
-        space.Release(static_cast<std::int64_t>(capacity));
+        for (std::size_t i = 0; i < poolLimit_; ++i)
+            RecycleBlock(::new (::operator new(blockBytes_, std::align_val_t(blockAlign_))) Block);
     }
+    catch (...)
+    {
+        FreeBlock(first);
+        for (Block* block = pool_; block;)
+            FreeBlock(std::exchange(block, block->poolNext));
+        throw;
+    }
+    space.Release(static_cast<std::int64_t>(capacity));
 }
 
 ChannelCore::~ChannelCore()
 {
-    if (!queues_)
-        return; // inline values are trivially destructible: the ring frees its cells
-    for (std::size_t i = 0; i < queues_->chunkCount; ++i)
-        ::operator delete(queues_->chunks[i], std::align_val_t(slotAlign_));
-}
-
-void ChannelCore::PushInline(const InlineCell& cell)
-{
-    try
+    // Nobody sends or receives now: every claimed slot was written and every claimed read
+    // finished, so the slots from head to tail hold the values left, and every block before
+    // head's was freed by its last reader.
+    Block* block = head_.block.load(std::memory_order_acquire);
+    const std::uint64_t end = tail_.index.load(std::memory_order_acquire);
+    for (std::uint64_t position = head_.index.load(std::memory_order_acquire); position != end;
+         ++position)
     {
-        inline_->cells.Push(cell);
-    }
-    catch (...)
-    {
-        if (bounded_)
-            space.Release(1); // the room granted for it is unused
-        throw;
-    }
-    items.Release(1);
-}
-
-void ChannelCore::PopInline(InlineCell& cell) noexcept
-{
-    inline_->cells.PopGranted(cell);
-    if (bounded_)
-        space.Release(1);
-}
-
-void* ChannelCore::SlotAddress(std::uint32_t index) const noexcept
-{
-    if (bounded_)
-        return queues_->chunks[0] + std::size_t{index} * slotSize_;
-    // Chunk k starts at index 64 * (2^k - 1) and holds 64 * 2^k slots.
-    const std::uint64_t shifted = std::uint64_t{index} + (std::uint64_t{1} << kFirstChunkShift);
-    const unsigned chunk = static_cast<unsigned>(std::bit_width(shifted)) - 1 - kFirstChunkShift;
-    const std::uint64_t offset = shifted - (std::uint64_t{1} << (chunk + kFirstChunkShift));
-    return queues_->chunks[chunk] + offset * slotSize_;
-}
-
-void* ChannelCore::TakeFreeSlot(std::uint32_t& index)
-{
-    if (queues_->free.try_dequeue(index))
-    {
-        AnnotateAcquire(queues_.get());
-        return SlotAddress(index);
-    }
-    if (bounded_)
-    {
-        // `space` granted a slot, so a free index exists; its enqueue may still be finishing.
-        while (!queues_->free.try_dequeue(index))
+        const auto offset = static_cast<std::uint32_t>(position % kLap);
+        if (offset == kChannelBlockSlots)
         {
+            Block* next = block->next.load(std::memory_order_acquire);
+            FreeBlock(block);
+            block = next;
+            continue;
         }
-        AnnotateAcquire(queues_.get());
-        return SlotAddress(index);
+        auto* header = static_cast<SlotHeader*>(SlotAt(block, offset));
+        if (destroyValue_ && header->written.load(std::memory_order_acquire) == kWritten)
+            destroyValue_(reinterpret_cast<std::byte*>(header) + valueOffset_);
     }
-    std::lock_guard guard(queues_->growMutex);
-    if (queues_->free.try_dequeue(index)) // another sender grew it meanwhile
-    {
-        AnnotateAcquire(queues_.get());
-        return SlotAddress(index);
-    }
-    const std::size_t chunk = queues_->chunkCount;
-    if (chunk == kMaxChunks)
-        throw std::length_error("Channel holds more than 2^32 values");
-    const std::uint64_t slots = std::uint64_t{1} << (chunk + kFirstChunkShift);
-    const std::uint64_t first = queues_->slotCount;
-    if (first + slots > UINT32_MAX)
-        throw std::length_error("Channel holds more than 2^32 - 1 values");
-    std::vector<std::uint32_t> indices(static_cast<std::size_t>(slots - 1));
-    queues_->full.Reserve(static_cast<std::size_t>(first + slots)); // so Commit never grows it
-    auto* memory = static_cast<std::byte*>(
-        ::operator new(slotSize_* static_cast<std::size_t>(slots), std::align_val_t(slotAlign_)));
-    queues_->chunks[chunk] = memory;
-    queues_->chunkCount = chunk + 1;
-    queues_->slotCount = first + slots;
-    for (std::size_t i = 0; i < indices.size(); ++i)
-        indices[i] = static_cast<std::uint32_t>(first + 1 + i);
-    AnnotateRelease(queues_.get());
-    if (!queues_->free.enqueue_bulk(indices.data(), indices.size()))
-        throw std::bad_alloc();
-    index = static_cast<std::uint32_t>(first);
-    return memory;
+    FreeBlock(block);
+    for (Block* spare = pool_; spare;)
+        FreeBlock(std::exchange(spare, spare->poolNext));
 }
 
-void ChannelCore::ReturnFreeSlot(std::uint32_t index) noexcept
+void* ChannelCore::SlotAt(Block* block, std::uint32_t offset) const noexcept
 {
-    AnnotateRelease(queues_.get());
-    while (!queues_->free.enqueue(index))
-    {
-    }
-    if (bounded_)
-        space.Release(1);
+    return reinterpret_cast<std::byte*>(block) + RoundUp(kSlotsOffset, blockAlign_)
+           + std::size_t{offset} * slotStride_;
 }
 
-void ChannelCore::Commit(std::uint32_t index) noexcept
+ChannelCore::Block* ChannelCore::NewBlock()
 {
-    // Never grows, so never throws: room for every slot was reserved when the slot was made.
-    queues_->full.Push(index);
+    Block* block = nullptr;
+    {
+        std::lock_guard guard(poolLock_);
+        if (pool_)
+        {
+            block = pool_;
+            pool_ = block->poolNext;
+            --pooled_;
+        }
+    }
+    if (!block)
+        block = ::new (::operator new(blockBytes_, std::align_val_t(blockAlign_))) Block;
+    // Fresh words for a block that may have been used before; it is published to other threads
+    // only through release stores of its address (tail_.block, the previous block's next).
+    block->next.store(nullptr, std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < kChannelBlockSlots; ++i)
+        ::new (SlotAt(block, i)) SlotHeader;
+    return block;
+}
+
+void ChannelCore::RecycleBlock(Block* block) noexcept
+{
+    {
+        std::lock_guard guard(poolLock_);
+        if (pooled_ < poolLimit_)
+        {
+            block->poolNext = pool_;
+            pool_ = block;
+            ++pooled_;
+            return;
+        }
+    }
+    FreeBlock(block);
+}
+
+void ChannelCore::FreeBlock(Block* block) noexcept
+{
+    block->~Block();
+    ::operator delete(block, std::align_val_t(blockAlign_));
+}
+
+ChannelCore::Slot ChannelCore::ClaimForSend()
+{
+    Backoff backoff;
+    Block* next = nullptr; // allocated before claiming a block's last slot, so a claim never fails
+    // acquire (index, then block): a block pointer read after an index is at least as new as
+    // the index, and a claim below succeeds only if the index has not moved since.
+    std::uint64_t tail = tail_.index.load(std::memory_order_acquire);
+    Block* block = tail_.block.load(std::memory_order_acquire);
+    for (;;)
+    {
+        const auto offset = static_cast<std::uint32_t>(tail % kLap);
+        if (offset == kChannelBlockSlots)
+        {
+            // Another sender claimed the last slot and is linking the next block.
+            backoff.Pause();
+            tail = tail_.index.load(std::memory_order_acquire);
+            block = tail_.block.load(std::memory_order_acquire);
+            continue;
+        }
+        if (offset + 1 == kChannelBlockSlots && !next)
+        {
+            try
+            {
+                next = NewBlock();
+            }
+            catch (...)
+            {
+                if (bounded_)
+                    space.Release(1); // the room granted for this send is unused
+                throw;
+            }
+        }
+        // acq_rel: orders this claim after the previous sender's (their slot came first) and
+        // makes the block pointer read above current whenever the claim succeeds.
+        if (tail_.index.compare_exchange_weak(tail, tail + 1, std::memory_order_acq_rel,
+                                              std::memory_order_acquire))
+        {
+            if (offset + 1 == kChannelBlockSlots)
+            {
+                // This send took the last slot: link the next block and step over the gap.
+                // release: a sender that reads the new index or block sees the block's reset.
+                tail_.block.store(next, std::memory_order_release);
+                tail_.index.fetch_add(1, std::memory_order_release);
+                block->next.store(next, std::memory_order_release);
+                next = nullptr;
+            }
+            if (next)
+                RecycleBlock(next); // allocated for a claim that went to another sender
+            return Slot{block, offset,
+                        static_cast<std::byte*>(SlotAt(block, offset)) + valueOffset_};
+        }
+        block = tail_.block.load(std::memory_order_acquire);
+        backoff.Pause();
+    }
+}
+
+void ChannelCore::Publish(const Slot& slot) noexcept
+{
+    auto* header = static_cast<SlotHeader*>(SlotAt(static_cast<Block*>(slot.block), slot.offset));
+    // release: the value's construction is visible to the receiver that reads kWritten.
+    header->written.store(kWritten, std::memory_order_release);
     items.Release(1);
 }
 
-void* ChannelCore::TakeFullSlot(std::uint32_t& index) noexcept
+void ChannelCore::Abandon(const Slot& slot) noexcept
 {
-    queues_->full.PopGranted(index);
-    return SlotAddress(index);
-}
-
-void ChannelCore::Recycle(std::uint32_t index) noexcept
-{
-    AnnotateRelease(queues_.get());
-    while (!queues_->free.enqueue(index))
-    {
-    }
+    auto* header = static_cast<SlotHeader*>(SlotAt(static_cast<Block*>(slot.block), slot.offset));
+    header->written.store(kSkipped, std::memory_order_release);
     if (bounded_)
         space.Release(1);
+}
+
+ChannelCore::Slot ChannelCore::ClaimForReceive() noexcept
+{
+    Backoff backoff;
+    std::uint64_t head = head_.index.load(std::memory_order_acquire);
+    Block* block = head_.block.load(std::memory_order_acquire);
+    for (;;)
+    {
+        const auto offset = static_cast<std::uint32_t>(head % kLap);
+        if (offset == kChannelBlockSlots)
+        {
+            // Another receiver took the block's last slot and is moving head_ to the next one.
+            backoff.Pause();
+            head = head_.index.load(std::memory_order_acquire);
+            block = head_.block.load(std::memory_order_acquire);
+            continue;
+        }
+        // acq_rel, as for the tail: the block read above is current when the claim succeeds.
+        if (!head_.index.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel,
+                                               std::memory_order_acquire))
+        {
+            block = head_.block.load(std::memory_order_acquire);
+            backoff.Pause();
+            continue;
+        }
+        if (offset + 1 == kChannelBlockSlots)
+        {
+            // The sender of this slot claimed it before this receive could (items granted a value
+            // at or after it), and links the next block right after its claim.
+            Block* next = block->next.load(std::memory_order_acquire);
+            Backoff linking;
+            while (!next)
+            {
+                linking.Pause();
+                next = block->next.load(std::memory_order_acquire);
+            }
+            head_.block.store(next, std::memory_order_release);
+            head_.index.store(head + 2, std::memory_order_release);
+        }
+        auto* header = static_cast<SlotHeader*>(SlotAt(block, offset));
+        // acquire: pairs with Publish's release; the value is constructed once kWritten shows.
+        std::uint32_t written = header->written.load(std::memory_order_acquire);
+        Backoff writing;
+        while (written == 0)
+        {
+            writing.Pause();
+            written = header->written.load(std::memory_order_acquire);
+        }
+        if (written == kWritten)
+            return Slot{block, offset, reinterpret_cast<std::byte*>(header) + valueOffset_};
+        // A send that threw: nothing here. The value `items` granted is in a later slot.
+        ReleaseSlot(block, offset);
+        head = head_.index.load(std::memory_order_acquire);
+        block = head_.block.load(std::memory_order_acquire);
+    }
+}
+
+void ChannelCore::Consumed(const Slot& slot) noexcept
+{
+    ReleaseSlot(static_cast<Block*>(slot.block), slot.offset);
+    if (bounded_)
+        space.Release(1);
+}
+
+void ChannelCore::ReleaseSlot(Block* block, std::uint32_t offset) noexcept
+{
+    if (offset + 1 == kChannelBlockSlots)
+    {
+        // The last slot's receiver starts the block's destruction; the block can no longer be
+        // reached through head_, which moved on when this slot was claimed.
+        DestroyFrom(block, 0);
+        return;
+    }
+    // acq_rel: this receiver's reads of the value happen before whoever frees the block.
+    auto* header = static_cast<SlotHeader*>(SlotAt(block, offset));
+    if (header->done.fetch_or(kRead, std::memory_order_acq_rel) & kDestroy)
+        DestroyFrom(block, offset + 1); // the destroyer left the rest to this receiver
+}
+
+void ChannelCore::DestroyFrom(Block* block, std::uint32_t start) noexcept
+{
+    // Every slot but the last (whose receiver began this) must be read before the block goes;
+    // a slot still being read is marked, and its receiver carries on from there when done.
+    for (std::uint32_t i = start; i + 1 < kChannelBlockSlots; ++i)
+    {
+        auto* header = static_cast<SlotHeader*>(SlotAt(block, i));
+        if ((header->done.load(std::memory_order_acquire) & kRead) == 0
+            && (header->done.fetch_or(kDestroy, std::memory_order_acq_rel) & kRead) == 0)
+            return;
+    }
+    RecycleBlock(block);
 }
 
 void ChannelCore::Close() noexcept
 {
     items.Close();
     space.Close();
-}
-
-void* ChannelCore::TryTakeFullSlotForDestroy(std::uint32_t& index) noexcept
-{
-    if (!queues_->full.Pop(index))
-        return nullptr;
-    return SlotAddress(index);
 }
 } // namespace TC::Synchronization::detail

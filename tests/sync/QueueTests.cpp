@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -217,17 +218,13 @@ TEST_CASE("Channel Close resumes waiting receivers and senders; receivers drain 
 
 namespace
 {
-// 16 bytes, trivially copyable, no default constructor: travels inline in the queue.
+// 16 bytes, trivially copyable, no default constructor: a channel needs neither.
 struct Pair
 {
     Pair(std::int32_t a, double b) : first(a), second(b) {}
     std::int32_t first;
     double second;
 };
-static_assert(TC::Synchronization::detail::kChannelInline<Pair>);
-static_assert(TC::Synchronization::detail::kChannelInline<std::int64_t>);
-static_assert(!TC::Synchronization::detail::kChannelInline<std::unique_ptr<int>>);
-static_assert(!TC::Synchronization::detail::kChannelInline<std::array<char, 17>>);
 } // namespace
 
 // One sender task on a two-worker scheduler: a bounded channel suspends it often, so it resumes
@@ -272,13 +269,13 @@ void CheckOneSenderOrder(Make make, Read read)
     }
 }
 
-TEST_CASE("Channel keeps one sender's order across workers: inline values", "[channel]")
+TEST_CASE("Channel keeps one sender's order across workers: a trivially copyable value", "[channel]")
 {
     CheckOneSenderOrder<Pair>([](int i) { return Pair(i, i * 0.5); }, [](const Pair& p)
                               { return p.second == p.first * 0.5 ? p.first : -1; });
 }
 
-TEST_CASE("Channel keeps one sender's order across workers: values in slots", "[channel]")
+TEST_CASE("Channel keeps one sender's order across workers: a move-only value", "[channel]")
 {
     CheckOneSenderOrder<std::unique_ptr<int>>([](int i) { return std::make_unique<int>(i); },
                                               [](const std::unique_ptr<int>& p) { return *p; });
@@ -286,13 +283,141 @@ TEST_CASE("Channel keeps one sender's order across workers: values in slots", "[
 
 TEST_CASE("Channel destroys the values it still holds", "[channel]")
 {
-    auto counter = std::make_shared<int>(0);
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{400}})
     {
-        Channel<std::shared_ptr<int>> channel;
-        for (int i = 0; i < 300; ++i) // grows over several chunks
-            channel.Send(counter);
-        CHECK(counter.use_count() == 301);
-        CHECK(channel.Receive().has_value());
+        INFO("capacity " << capacity);
+        auto counter = std::make_shared<int>(0);
+        {
+            Channel<std::shared_ptr<int>> channel(capacity);
+            for (int i = 0; i < 300; ++i) // spans ten blocks of 31 slots
+                channel.Send(counter);
+            CHECK(counter.use_count() == 301);
+            for (int i = 0; i < 40; ++i) // the first block freed, the second half read
+                CHECK(channel.Receive().has_value());
+            CHECK(counter.use_count() == 261);
+        }
+        CHECK(counter.use_count() == 1);
     }
-    CHECK(counter.use_count() == 1);
+}
+
+namespace
+{
+// Counts live instances; its move constructor throws on the value `throwOnMove` names.
+struct Fragile
+{
+    static inline std::atomic<int> live{0};
+    static inline int throwOnMove = -1;
+
+    explicit Fragile(int v) : value(v) { ++live; }
+    Fragile(Fragile&& other) : value(other.value)
+    {
+        if (value == throwOnMove)
+            throw std::runtime_error("Fragile: move refused");
+        ++live;
+    }
+    Fragile(const Fragile&) = delete;
+    ~Fragile() { --live; }
+    int value;
+};
+
+// Over-aligned, so the channel's slots must honour alignof(T) > 64.
+struct alignas(128) Wide
+{
+    std::int64_t value;
+};
+} // namespace
+
+TEST_CASE("Channel: a send whose move throws sends nothing; the values around it arrive in order",
+          "[channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{8}})
+    {
+        INFO("capacity " << capacity);
+        {
+            Channel<Fragile> channel(capacity);
+            std::vector<int> sent;
+            std::size_t next = 0; // the index in `sent` the next receive must return
+            auto drain = [&]
+            {
+                while (channel.SizeApprox() > 0)
+                {
+                    std::optional<Fragile> value = channel.Receive();
+                    REQUIRE(value);
+                    REQUIRE(next < sent.size());
+                    CHECK(value->value == sent[next++]);
+                }
+            };
+            // Across several blocks of 31 slots, a refused send at every 7th value. A bounded
+            // channel is drained whenever full, so the refused sends' room must have come back.
+            for (int i = 0; i < 200; ++i)
+            {
+                Fragile::throwOnMove = i % 7 == 3 ? i : -1;
+                bool threw = false;
+                bool accepted = false;
+                try
+                {
+                    accepted = channel.Send(Fragile(i)); // outside CHECK, which would catch
+                }
+                catch (const std::runtime_error&)
+                {
+                    threw = true;
+                }
+                Fragile::throwOnMove = -1;
+                CHECK(threw == (i % 7 == 3));
+                CHECK(accepted != threw);
+                if (!threw)
+                    sent.push_back(i);
+                if (capacity != 0 && channel.SizeApprox() == capacity)
+                    drain();
+            }
+            drain();
+            CHECK(next == sent.size());
+            // Refused sends left only skipped slots: nothing more to receive.
+            channel.Close();
+            CHECK_FALSE(channel.Receive());
+        }
+        CHECK(Fragile::live == 0);
+    }
+}
+
+TEST_CASE("Channel: a receive whose move throws destroys that value and propagates", "[channel]")
+{
+    {
+        Channel<Fragile> channel;
+        for (int i = 0; i < 3; ++i)
+            CHECK(channel.Send(Fragile(i)));
+        Fragile::throwOnMove = 1;
+        CHECK(channel.Receive()->value == 0);
+        CHECK_THROWS_AS(channel.Receive(), std::runtime_error);
+        Fragile::throwOnMove = -1;
+        CHECK(Fragile::live == 1); // value 1 is gone; 2 is still queued
+        CHECK(channel.Receive()->value == 2);
+    }
+    CHECK(Fragile::live == 0);
+}
+
+TEST_CASE("Channel keeps over-aligned values intact across blocks", "[channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{5}})
+    {
+        INFO("capacity " << capacity);
+        Channel<Wide> channel(capacity);
+        TC::Scheduler scheduler(2u);
+        constexpr std::int64_t kCount = 1000;
+        auto producer = scheduler.Start(
+            [&]
+            {
+                for (std::int64_t i = 0; i < kCount; ++i)
+                    channel.Send(Wide{i * 3});
+            });
+        std::int64_t wrong = 0;
+        for (std::int64_t i = 0; i < kCount; ++i)
+        {
+            std::optional<Wide> value = channel.Receive();
+            if (!value || value->value != i * 3)
+                ++wrong;
+        }
+        producer.Join();
+        CHECK(wrong == 0);
+    }
 }

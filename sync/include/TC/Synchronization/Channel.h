@@ -5,12 +5,9 @@
 #include <TC/Duration.h>
 #include <TC/Synchronization/detail/ChannelCore.h>
 
-#include <array>
-#include <bit>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <optional>
@@ -43,28 +40,31 @@ enum class ChannelStatus : std::uint8_t
 // of one sender arrive in the order sent -- also from a task that migrates between workers or a
 // coroutine resumed elsewhere -- and values of different senders interleave. Waiters are resumed
 // in arrival order.
-// Fast path: one ring operation (a spinlock held for a few stores) plus one CAS or fetch_add on
-// a counting gate per side; waits go through the suspend protocol. A trivially copyable T of up
-// to 16 bytes (detail::kChannelInline) travels inside the ring; any other T lives in a slot of
-// the channel and the ring carries its index (moodycamel's lock-free queue recycles free slots).
+// Fast path, lock-free: a send is one compare-exchange to claim a slot, the value constructed in
+// place, one store to publish it and one fetch_add on a counting gate; a receive is one CAS on
+// that gate, one compare-exchange to claim the oldest slot, the move out and one fetch_or to
+// free the slot (detail/ChannelCore.h). Waits go through the suspend protocol. Values live in
+// blocks of 31 slots; freed blocks are kept for reuse, so a steady flow allocates nothing, and a
+// bounded channel allocates every block it can span when it is constructed.
+//
+// A Send whose move or copy into the channel throws sends nothing: the exception propagates and
+// the channel is as if the Send had not happened. A receive whose move out of the channel throws
+// loses that value (it is destroyed) and propagates the exception.
 //
 // Destruction: when nobody waits on it and no call is running; remaining values are destroyed.
 template <class T>
 class Channel
 {
 public:
-    explicit Channel(std::size_t capacity = 0) : core_(sizeof(T), alignof(T), capacity, kInline) {}
+    // Throws std::bad_alloc when the channel's first block (and, bounded, every block it can
+    // span) cannot be allocated.
+    explicit Channel(std::size_t capacity = 0)
+        : core_(sizeof(T), alignof(T), capacity,
+                std::is_trivially_destructible_v<T> ? nullptr : &DestroyValue)
+    {
+    }
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
-    ~Channel()
-    {
-        if constexpr (!kInline) // inline values are trivially destructible
-        {
-            std::uint32_t index;
-            while (void* slot = core_.TryTakeFullSlotForDestroy(index))
-                std::launder(static_cast<T*>(slot))->~T();
-        }
-    }
 
     // Sends a value: true if accepted, false if the channel is closed. A bounded channel
     // suspends the caller (task or converted thread) while it is full.
@@ -218,57 +218,48 @@ public:
     }
 
 private:
-    static constexpr bool kInline = detail::kChannelInline<T>;
-
     static ChannelStatus Map(detail::AcquireResult result) noexcept
     {
         return result == detail::AcquireResult::Closed ? ChannelStatus::Closed
                                                        : ChannelStatus::TimedOut;
     }
 
-    // A slot is granted (bounded) or available by growth (unbounded): construct and commit.
+    static void DestroyValue(void* value) noexcept { std::launder(static_cast<T*>(value))->~T(); }
+
+    // Room is granted (bounded) or made by a new block (unbounded): construct in place, then
+    // publish. A throwing move leaves the slot marked empty for receivers to step over.
     void Emplace(T&& value)
     {
-        if constexpr (kInline)
-        {
-            detail::InlineCell cell;
-            std::memcpy(cell.bytes, std::addressof(value), sizeof(T)); // trivially copyable
-            core_.PushInline(cell);
-            return;
-        }
-        std::uint32_t index;
-        void* slot = core_.TakeFreeSlot(index);
+        const detail::ChannelCore::Slot slot = core_.ClaimForSend();
         try
         {
-            ::new (slot) T(std::move(value));
+            ::new (slot.storage) T(std::move(value));
         }
         catch (...)
         {
-            core_.ReturnFreeSlot(index);
+            core_.Abandon(slot);
             throw;
         }
-        core_.Commit(index);
+        core_.Publish(slot);
     }
 
-    // `items` granted a value: move it out and recycle its slot.
+    // `items` granted a value: move it out and free its slot, also when the move throws.
     std::optional<T> Extract()
     {
-        if constexpr (kInline)
+        const detail::ChannelCore::Slot slot = core_.ClaimForReceive();
+        T* value = std::launder(static_cast<T*>(slot.storage));
+        struct Done
         {
-            // Trivially copyable: its bytes are its value (bit_cast needs no default
-            // constructor).
-            detail::InlineCell cell;
-            core_.PopInline(cell);
-            std::array<std::byte, sizeof(T)> bytes;
-            std::memcpy(bytes.data(), cell.bytes, sizeof(T));
-            return std::optional<T>(std::bit_cast<T>(bytes));
-        }
-        std::uint32_t index;
-        T* value = std::launder(static_cast<T*>(core_.TakeFullSlot(index)));
-        std::optional<T> result(std::move(*value));
-        value->~T();
-        core_.Recycle(index);
-        return result;
+            detail::ChannelCore& core;
+            const detail::ChannelCore::Slot& slot;
+            T* value;
+            ~Done()
+            {
+                value->~T();
+                core.Consumed(slot);
+            }
+        } done{core_, slot, value};
+        return std::optional<T>(std::move(*value));
     }
 
     detail::ChannelCore core_;

@@ -1,107 +1,109 @@
 #pragma once
-// ChannelCore: the type-erased part of Channel<T> -- the FIFO ring values pass through, slot
-// storage for values that do not fit a cell, and the two counting gates.
+// ChannelCore: the type-erased part of Channel<T> -- a lock-free FIFO of value slots in linked
+// blocks, a pool of spare blocks, and the two counting gates.
 
 #include <TC/Synchronization/detail/SemaphoreCore.h>
+#include <TC/Synchronization/detail/SpinLock.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <type_traits>
 
 namespace TC::Synchronization::detail
 {
-// Every value passes through one FIFO ring (a power-of-two ring under a spinlock, held for a
-// few stores; ChannelCore.cpp), so values leave in the order their sends queued them -- also for
-// a task that sends, suspends and sends again from another worker. A trivially copyable value of
-// up to kInlineValueSize bytes (an integer, a pointer, a small struct of them) travels inside a
-// ring cell: a send copies it in, a receive copies it out, one ring operation and one gate
-// operation per side. Every other value lives in a slot:
+// The FIFO is a linked list of blocks of kChannelBlockSlots slots (the design of crossbeam's
+// unbounded channel). A position counter per side names the next slot: a sender claims its slot
+// with one compare-exchange on the tail counter, constructs the value in place and marks the slot
+// written; a receiver claims the oldest slot with one compare-exchange on the head counter, moves
+// the value out and marks the slot read. The counters live on cache lines of their own, so a
+// sender and a receiver share only the slots' lines, each of which holds several values.
 //
-// Values live in slots owned by the core (raw storage of the element's size and alignment, in
-// chunks that never move); the ring carries 32-bit slot indices. A send takes a free index,
-// constructs the value in its slot and queues the index; a receive takes the oldest index,
-// moves the value out and recycles the index (free indices go through moodycamel's lock-free
-// ConcurrentQueue, whose order does not matter there). `items` counts queued values (receivers
-// wait on it); `space` counts room in a bounded channel (senders wait on it). The ring never
-// blocks: every wait goes through the gates, i.e. through the suspend protocol. An unbounded
-// channel grows by chunks of 64, 128, 256 ... slots when no free index is left, and its ring
-// doubles when full (an inline ring) or as slots are made (an index ring); that growth, and
-// moodycamel's block allocation on a thread's first recycle, are the only allocations after
-// construction.
-inline constexpr std::size_t kInlineValueSize = 16;
-
-// One ring cell: the bytes of an inline value.
-struct InlineCell
-{
-    alignas(8) std::byte bytes[kInlineValueSize];
-};
-
-// True when T's values travel inline in the ring: they fit a cell, and are trivially copyable
-// (memcpy is how such a value is copied, and its destructor is trivial, so a value left in the
-// ring needs no destroying).
-template <class T>
-inline constexpr bool kChannelInline = std::is_trivially_copyable_v<T> &&
-                                       sizeof(T) <= sizeof(InlineCell) &&
-                                       alignof(T) <= alignof(InlineCell);
+// Order: positions are claimed in one sequence, so values are received in the order their sends
+// claimed them -- also for a task that sends, suspends and sends again from another worker.
+//
+// Gates: `items` counts written values and `space` the room of a bounded channel; every wait is a
+// wait on a gate, i.e. through the suspend protocol, and a receiver claims a slot only once
+// `items` granted it a value, so the FIFO itself never runs empty under it (it may wait a few
+// instructions for the sender of an older slot to finish writing).
+//
+// Blocks: the sender that claims a block's last slot links the next block; the receivers free a
+// block once every slot in it has been read (the last reader of the block does, whichever it is;
+// a per-slot bit tells a reader that a slower one is still copying out). Freed blocks go to a
+// small pool the senders take from first, so a steady flow allocates nothing; a bounded channel
+// fills the pool with every block it can need at construction, so it never allocates afterwards.
+inline constexpr std::uint32_t kChannelBlockSlots = 31;
 
 class ChannelCore
 {
 public:
-    // `inlineValues`: kChannelInline of the element type (then slotSize/slotAlign are unused).
-    ChannelCore(std::size_t slotSize, std::size_t slotAlign, std::size_t capacity,
-                bool inlineValues);
+    // One slot a Claim... call handed out: where its value lives.
+    struct Slot
+    {
+        void* block;
+        std::uint32_t offset;
+        void* storage;
+    };
+
+    // `destroyValue` destroys a value still held when the channel goes (nullptr: trivially
+    // destructible). Throws std::bad_alloc when the first block cannot be allocated.
+    ChannelCore(std::size_t valueSize, std::size_t valueAlign, std::size_t capacity,
+                void (*destroyValue)(void*) noexcept);
     ~ChannelCore();
     ChannelCore(const ChannelCore&) = delete;
     ChannelCore& operator=(const ChannelCore&) = delete;
 
     bool Bounded() const noexcept { return bounded_; }
 
-    // ---- inline values ----
-    // Queues a cell holding a value's bytes and wakes a receiver. Bounded: call only after
-    // `space` granted room. Throws std::bad_alloc when the queue cannot grow; nothing is queued
-    // then (and a bounded channel's granted room is given back).
-    void PushInline(const InlineCell& cell);
-    // Takes the oldest cell; call only after `items` granted one (then it exists). Wakes a
-    // sender of a bounded channel.
-    void PopInline(InlineCell& cell) noexcept;
+    // ---- a send: Claim, construct the value in slot.storage, then Publish (or Abandon) ----
+    // Bounded: call only after `space` granted room. Throws std::bad_alloc when a new block is
+    // needed and cannot be had; nothing was claimed then (and granted room is given back).
+    Slot ClaimForSend();
+    // The value is constructed: the slot becomes readable and a receiver is woken.
+    void Publish(const Slot& slot) noexcept;
+    // Constructing the value threw: receivers skip the slot (its room is given back).
+    void Abandon(const Slot& slot) noexcept;
 
-    // ---- values in slots ----
-
-    // A free slot. Bounded: call only after `space` granted one (then it exists). Unbounded:
-    // grows when none is left (throws std::bad_alloc if that fails; nothing changes then).
-    void* TakeFreeSlot(std::uint32_t& index);
-    // Undoes TakeFreeSlot when constructing the value threw.
-    void ReturnFreeSlot(std::uint32_t index) noexcept;
-    // The value in slot `index` is constructed: queue it and wake a receiver.
-    void Commit(std::uint32_t index) noexcept;
-
-    // A full slot; call only after `items` granted one (then it exists).
-    void* TakeFullSlot(std::uint32_t& index) noexcept;
-    // The value in slot `index` was moved out and destroyed: recycle it and wake a sender.
-    void Recycle(std::uint32_t index) noexcept;
+    // ---- a receive: Claim, move the value out of slot.storage and destroy it, then Consumed ----
+    // Call only after `items` granted a value; returns a written slot.
+    Slot ClaimForReceive() noexcept;
+    // The value is gone: the slot is done (a bounded channel's room is given back).
+    void Consumed(const Slot& slot) noexcept;
 
     // Closes both gates: waiting senders and receivers resume with Closed; receivers still
     // drain what was sent before.
     void Close() noexcept;
     bool IsClosed() const noexcept { return items.IsClosed(); }
 
-    // For destruction: a full slot without waiting, or nullptr.
-    void* TryTakeFullSlotForDestroy(std::uint32_t& index) noexcept;
-
     SemaphoreCore items{0};
     SemaphoreCore space{0};
 
 private:
-    struct Queues;
-    void* SlotAddress(std::uint32_t index) const noexcept;
+    struct Block;
+    struct Position
+    {
+        std::atomic<std::uint64_t> index{0}; // slot number, kChannelBlockSlots + 1 per block
+        std::atomic<Block*> block{nullptr};
+    };
 
-    struct InlineQueue;
+    Block* NewBlock();
+    void RecycleBlock(Block* block) noexcept;
+    void FreeBlock(Block* block) noexcept;
+    void ReleaseSlot(Block* block, std::uint32_t offset) noexcept;
+    void DestroyFrom(Block* block, std::uint32_t start) noexcept;
+    void* SlotAt(Block* block, std::uint32_t offset) const noexcept;
 
-    std::unique_ptr<Queues> queues_;      // values in slots
-    std::unique_ptr<InlineQueue> inline_; // inline values
-    std::size_t slotSize_;
-    std::size_t slotAlign_;
+    // Apart: senders write tail_, receivers head_, and neither should take the other's line.
+    alignas(64) Position head_;
+    alignas(64) Position tail_;
+    alignas(64) SpinLock poolLock_; // spare blocks; touched once per block, not per value
+    Block* pool_ = nullptr;
+    std::size_t pooled_ = 0;
+    std::size_t poolLimit_;
+    std::size_t valueOffset_; // of the value within a slot
+    std::size_t slotStride_;
+    std::size_t blockAlign_;
+    std::size_t blockBytes_;
+    void (*destroyValue_)(void*) noexcept;
     bool bounded_;
 };
 } // namespace TC::Synchronization::detail
