@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -316,6 +317,74 @@ TEST_CASE("Stress: Mailbox<T> request/reply", "[stress][mailbox]")
     client.join();
     service.Join();
     CHECK(sum == requests * (requests + 1));
+}
+
+// A coroutine taker cannot loop over a spurious resume the way Take does, so a Put must never
+// reach the taker's next wait: here the taker often takes the value through its re-check or in
+// await_ready while the Put that stored it is still on its way to the waiter slot.
+TEST_CASE("Stress: Mailbox<T> request/reply, a coroutine taker", "[stress][mailbox]")
+{
+    const std::int64_t requests = Scaled(200000);
+    Mailbox<std::int64_t> in;
+    Mailbox<std::int64_t> out;
+    TC::Scheduler scheduler(2u);
+    std::atomic<bool> served{false};
+    struct Service
+    {
+        static Fire Run(TC::Scheduler& scheduler, Mailbox<std::int64_t>& in,
+                        Mailbox<std::int64_t>& out, std::atomic<bool>& served)
+        {
+            co_await scheduler.Schedule();
+            for (std::int64_t r; (r = co_await in.TakeAsync()) > 0;)
+                out.Put(r * 2);
+            served = true;
+        }
+    };
+    Service::Run(scheduler, in, out, served);
+    std::int64_t sum = 0;
+    for (std::int64_t i = 1; i <= requests; ++i)
+    {
+        in.Put(i);
+        sum += out.Take();
+    }
+    in.Put(-1);
+    CHECK(Eventually([&] { return served.load(); }));
+    CHECK(sum == requests * (requests + 1));
+}
+
+// The taker may destroy the mailbox as soon as Take returns, also when it found the value
+// without suspending while the Put that stored it was still on its way to Resume() (ASan).
+TEST_CASE("Stress: a Mailbox<T> destroyed by its taker as soon as Take returns", "[stress][mailbox]")
+{
+    const std::int64_t rounds = Scaled(20000);
+    TC::Scheduler scheduler(2u);
+    std::int64_t sum = 0;
+    for (std::int64_t i = 1; i <= rounds; ++i)
+    {
+        auto* box = new Mailbox<std::int64_t>;
+        AutoResetEvent_s taken;
+        std::int64_t value = 0;
+        auto taker = scheduler.Start(
+            [&, box, poll = i % 2 == 0]
+            {
+                if (poll) // takes the value the moment Put has stored it, before Put resumes
+                {
+                    std::optional<std::int64_t> got;
+                    while (!(got = box->TryTake()))
+                        std::this_thread::yield();
+                    value = *got;
+                }
+                else
+                    value = box->Take();
+                delete box;
+                taken.Set();
+            });
+        box->Put(i); // the last access of this thread to the box
+        taken.Wait();
+        taker.Join();
+        sum += value;
+    }
+    CHECK(sum == rounds * (rounds + 1) / 2);
 }
 
 namespace

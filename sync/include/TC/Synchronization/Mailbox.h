@@ -21,7 +21,10 @@ namespace TC::Synchronization
 //
 // Design: the value sits under a tiny spinlock (T need not be atomic); the waiter in the Single
 // slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
-// (TryResume) runs after it was published, so one of the two always sees the other.
+// (TryResume) runs after it was published, so one of the two always sees the other. A taker that
+// takes a value waits until the Put that stored it has left Resume(), so a late Put never
+// resumes the taker's next wait (a coroutine taker could not loop over that) and never touches
+// a mailbox its taker already destroyed.
 //
 // Destruction: when no taker is suspended and no Put is running; the taker may destroy it as
 // soon as its Take returned (its re-check is over by then: SuspendableBase<Single>).
@@ -34,6 +37,9 @@ public:
     // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
     bool Put(T value)
     {
+        // From before the value is stored until Resume() is done: a taker that finds the value
+        // waits this out before it waits again or returns (see ResumerScope).
+        const auto resuming = this->ResumerScope();
         bool replaced = false;
         {
             std::lock_guard guard(lock_);
@@ -50,10 +56,15 @@ public:
     {
         if (!full_.load())
             return std::nullopt;
-        std::lock_guard guard(lock_);
-        std::optional<T> taken = std::move(value_);
-        value_.reset();
-        full_.store(false);
+        std::optional<T> taken;
+        {
+            std::lock_guard guard(lock_);
+            taken = std::move(value_);
+            value_.reset();
+            full_.store(false);
+        }
+        if (taken)
+            this->WaitOutPublishers(); // the Put that stored it has finished its Resume()
         return taken;
     }
 

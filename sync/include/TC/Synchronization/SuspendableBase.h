@@ -100,8 +100,19 @@ protected:
     }
 
     // Returns once the waiter's publication and re-check have left the object (see the class
-    // comment); a few instructions of OnSuspended at most, never a suspension.
+    // comment), and every ResumerScope with them; a few instructions at most, never a suspension.
     void WaitOutPublishers() const noexcept { publishing_.Drain(); }
+
+    // For a resumer whose state change a waiter can act on before this resumer's Resume() has
+    // claimed the slot (Mailbox::Put: the taker may find the value with TryTake or through its
+    // re-check). Held from before the state change until after Resume(), and drained by a waiter
+    // that saw the state before it waits again or returns, it keeps that late Resume from
+    // claiming the waiter's next wait (a spurious resume a coroutine cannot loop over) and from
+    // touching an object the waiter has destroyed. Costs the resumer two read-modify-writes.
+    [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
+    {
+        return detail::BusyCount::Scope(publishing_);
+    }
 
     // Resumes the waiter suspended now, if any; true if there was one. Any thread, any time.
     // It does not touch the object after the waiter's ResumeTask.
