@@ -813,7 +813,8 @@ void SchedulerCore::FreeTask(Task* task) noexcept
     StackMemory stack = task->stack;
     task->~Task();
     ReturnStack(stack);
-    if (allocated.fetch_sub(1, std::memory_order_acq_rel) == 1 && orphaned.load(std::memory_order_acquire))
+    // The Scheduler holds one count of its own (see ~Scheduler): zero means it is gone too.
+    if (allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
         delete this;
 }
 
@@ -878,14 +879,11 @@ Scheduler::Scheduler(unsigned workerCount)
 Scheduler::~Scheduler()
 {
     core_->Shutdown();
-    if (core_->allocated.load(std::memory_order_acquire) != 0)
-    {
-        // JoinHandles still hold finished tasks: the last of them frees the core.
-        SchedulerCore* core = core_.release();
-        core->orphaned.store(true, std::memory_order_release);
-        if (core->allocated.load(std::memory_order_acquire) == 0)
-            delete core;
-    }
+    // The core holds one count for this object: JoinHandles still holding finished tasks keep it
+    // alive, and whoever drops the last count (here, or the last handle's release) deletes it.
+    SchedulerCore* core = core_.release();
+    if (core->allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        delete core;
 }
 
 Task* Scheduler::AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot)
@@ -1081,7 +1079,8 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
     task->scheduler = destination;
     task->priority = priority;
     source->live.fetch_sub(1, std::memory_order_acq_rel);
-    source->allocated.fetch_sub(1, std::memory_order_acq_rel);
+    if (source->allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        delete source; // its Scheduler is gone already (it held a count of its own)
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, destination);
 }
 

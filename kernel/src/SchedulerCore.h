@@ -151,8 +151,10 @@ public:
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> live{0};      // started, not finished
-    std::atomic<std::size_t> allocated{0}; // task blocks not yet freed (held by a task or a handle)
-    std::atomic<bool> orphaned{false};     // the Scheduler is gone; the last release deletes this
+    // Task blocks not yet freed (held by a task or a handle), plus one for the Scheduler object:
+    // whoever drops the count to zero deletes this core. (A separate "orphaned" flag let a
+    // handle's release and ~Scheduler both see the other's write and both delete.)
+    std::atomic<std::size_t> allocated{1};
 
 private:
     StackMemory TakeStack(std::size_t size);
