@@ -22,7 +22,7 @@ namespace TC::Synchronization
 // Design: the value sits under a tiny spinlock (T need not be atomic); the waiter in the Single
 // slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
 // (TryResume) runs after it was published, so one of the two always sees the other. A taker that
-// takes a value waits until the Put that stored it has left Resume(), so a late Put never
+// takes a value waits until the Put that stored it has claimed the slot, so a late Put never
 // resumes the taker's next wait (a coroutine taker could not loop over that) and never touches
 // a mailbox its taker already destroyed.
 //
@@ -37,17 +37,23 @@ public:
     // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
     bool Put(T value)
     {
-        // From before the value is stored until Resume() is done: a taker that finds the value
-        // waits this out before it waits again or returns (see ResumerScope).
-        const auto resuming = this->ResumerScope();
         bool replaced = false;
+        SuspendedTask waiter;
         {
-            std::lock_guard guard(lock_);
-            replaced = value_.has_value();
-            value_ = std::move(value);
-            full_.store(true); // seq_cst: the state change the taker's re-check pairs with
+            // From before the value is stored until the waiter slot is claimed: a taker that
+            // finds the value waits this out before it waits again or returns (ResumerScope).
+            // The resume itself comes after, outside: a taker never waits for a wake-up call.
+            const auto resuming = this->ResumerScope();
+            {
+                std::lock_guard guard(lock_);
+                replaced = value_.has_value();
+                value_ = std::move(value);
+                full_.store(true); // seq_cst: the state change the taker's re-check pairs with
+            }
+            waiter = this->ClaimWaiter();
         }
-        this->Resume();
+        if (waiter)
+            ResumeTask(waiter);
         return replaced;
     }
 

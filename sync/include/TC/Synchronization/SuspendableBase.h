@@ -103,12 +103,13 @@ protected:
     // comment), and every ResumerScope with them; a few instructions at most, never a suspension.
     void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
-    // For a resumer whose state change a waiter can act on before this resumer's Resume() has
-    // claimed the slot (Mailbox::Put: the taker may find the value with TryTake or through its
-    // re-check). Held from before the state change until after Resume(), and drained by a waiter
-    // that saw the state before it waits again or returns, it keeps that late Resume from
-    // claiming the waiter's next wait (a spurious resume a coroutine cannot loop over) and from
-    // touching an object the waiter has destroyed. Costs the resumer two read-modify-writes.
+    // For a resumer whose state change a waiter can act on before this resumer has claimed the
+    // slot (Mailbox::Put: the taker may find the value with TryTake or through its re-check).
+    // Held from before the state change until the claim (ClaimWaiter; the ResumeTask after it,
+    // outside), and drained by a waiter that saw the state before it waits again or returns, it
+    // keeps that late claim from taking the waiter's next wait (a spurious resume a coroutine
+    // cannot loop over) and from touching an object the waiter has destroyed. Costs the resumer
+    // two read-modify-writes; a waiter waits at most for a store and an exchange.
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(publishing_);
@@ -125,6 +126,10 @@ protected:
         }
         return false;
     }
+
+    // Claims the waiter suspended now (nullptr if none) without resuming it, for a resumer that
+    // must leave the object -- end its ResumerScope -- before it calls ResumeTask on the handle.
+    SuspendedTask ClaimWaiter() noexcept { return waiter_.exchange(nullptr); }
 
     // The same as Resume for one slot.
     bool ResumeNext() noexcept { return Resume(); }
