@@ -299,6 +299,24 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
         }
         ~InFlight() { count.fetch_sub(1, std::memory_order_release); }
     } inFlight(enqueuing_);
+    // The inbox when it is free and the queue looks empty: that this thread sees the queue empty
+    // means everything it queued before was taken, and workers look at the inbox before the
+    // queue, so its submissions still start in the order made (on one worker; with several, two
+    // may be taken at once). Host-pumped schedulers keep to the queue (their seeded shuffle).
+    if (priority == Priority::Normal && HasWorkerThreads()
+        && inbox_.load(std::memory_order_relaxed) == 0
+        && global_[PriorityIndex(Priority::Normal)].size_approx() == 0)
+    {
+        std::uintptr_t empty = 0;
+        // acq_rel: the item's writes happen before the taker's exchange (acquire); an RMW, so
+        // WakeOne's barrier orders it before the sleeper check as it does an enqueue.
+        if (inbox_.compare_exchange_strong(empty, item, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed))
+        {
+            WakeOne();
+            return;
+        }
+    }
     auto& queue = global_[PriorityIndex(priority)];
     TsanRelease(&queue);
     if (!queue.enqueue(item))
@@ -349,6 +367,10 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
     std::uintptr_t item = 0;
     for (std::size_t p = 0; p <= last; ++p)
     {
+        // The inbox holds a Normal item that came before everything its submitter queued since.
+        if (p == PriorityIndex(Priority::Normal) && inbox_.load(std::memory_order_relaxed) != 0
+            && (item = inbox_.exchange(0, std::memory_order_acquire)) != 0)
+            return item;
         if (globalFirst && global_[p].try_dequeue(item))
         {
             TsanAcquire(&global_[p]);
@@ -367,6 +389,8 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 {
+    if (lowest == Priority::Normal && inbox_.load(std::memory_order_relaxed) != 0)
+        return true;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
         if (global_[p].size_approx() != 0)
             return true;
@@ -375,7 +399,7 @@ bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 
 std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
 {
-    std::size_t count = 0;
+    std::size_t count = lowest == Priority::Normal && inbox_.load(std::memory_order_relaxed) != 0;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
     {
         count += global_[p].size_approx();

@@ -168,6 +168,10 @@ private:
     // exit_ while it spins; sharing one line made each submission steal it from the spinner.
     alignas(64) std::atomic<std::uint32_t> enqueuing_{0}; // EnqueueShared calls in flight (see there)
     alignas(64) std::atomic<bool> exit_{false};
+    // One Normal-priority item submitted from outside while the shared queue was empty: an idle
+    // worker's spin reads this one line instead of the queue's, and takes the item with one
+    // exchange (EnqueueShared, TryDequeue). Its own line: submitters write it, workers poll it.
+    alignas(64) std::atomic<std::uintptr_t> inbox_{0};
     std::mutex sleepLock_;
     Parker* sleepList_ = nullptr;
     std::atomic<bool> hostBound_{false};

@@ -8,6 +8,7 @@
 #include <TC/Core.h>
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -222,5 +223,46 @@ TEST_CASE("A JoinHandle released on another thread while its Scheduler is destro
         go.store(true);
         scheduler.reset();
         releaser.join();
+    }
+}
+
+TEST_CASE("Resumes made from one outside thread start in that order on a one-worker scheduler")
+{
+    // A resume from outside goes to the scheduler's inbox when the inbox is free and the shared
+    // queue looks empty, else to the queue; the worker looks at the inbox first. Either way one
+    // submitter's resumes must start in the order made. Rounds alternate between resuming while
+    // the worker idles (inbox, then queue behind it) and in bursts.
+    constexpr int kTasks = 64;
+    Scheduler scheduler(1u);
+    for (int round = 0; round < 200; ++round)
+    {
+        std::vector<ProbeCallback> probes(kTasks);
+        std::vector<int> started;
+        started.reserve(kTasks);
+        std::mutex startedLock;
+        std::vector<JoinHandle> handles;
+        for (int i = 0; i < kTasks; ++i)
+            handles.push_back(scheduler.Start(
+                [&, i]
+                {
+                    SuspendTask(&probes[static_cast<std::size_t>(i)]);
+                    std::lock_guard lock(startedLock);
+                    started.push_back(i);
+                }));
+        for (ProbeCallback& probe : probes)
+            while (probe.handle.load() == nullptr)
+                std::this_thread::yield();
+        for (int i = 0; i < kTasks; ++i)
+        {
+            ResumeTask(probes[static_cast<std::size_t>(i)].handle.load());
+            if (round % 2 == 0 && i % 8 == 0)
+                std::this_thread::yield(); // lets the worker take the inbox now and then
+        }
+        for (JoinHandle& handle : handles)
+            handle.Join();
+        std::vector<int> expected(kTasks);
+        for (int i = 0; i < kTasks; ++i)
+            expected[static_cast<std::size_t>(i)] = i;
+        REQUIRE(started == expected);
     }
 }
