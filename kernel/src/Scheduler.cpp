@@ -228,12 +228,12 @@ void SchedulerCore::Shutdown()
                          "TC: ~Scheduler('%s') has waited 5 s for %zu task(s) that are suspended and "
                          "were never resumed; it keeps waiting (resume or finish every task before "
                          "destroying its scheduler)\n",
-                         options.name.c_str(), live.load());
+                         options.name.c_str(), Live());
         }
     };
     if (HasWorkerThreads())
     {
-        while (live.load(std::memory_order_acquire) != 0 || HasQueuedWork(Priority::Normal))
+        while (Live() != 0 || HasQueuedWork(Priority::Normal))
         {
             std::this_thread::sleep_for(std::chrono::microseconds(200));
             reportIfHung();
@@ -249,7 +249,7 @@ void SchedulerCore::Shutdown()
         for (;;)
         {
             Pump(SIZE_MAX, Priority::Normal, 0, false);
-            if (live.load(std::memory_order_acquire) == 0 && !HasQueuedWork(Priority::Normal))
+            if (Live() == 0 && !HasQueuedWork(Priority::Normal))
                 break;
             Parker parker{&HostWorker().word};
             RegisterSleeper(parker);
@@ -772,8 +772,7 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
     task->entry.owner_ = task;
     MakeContext(task->context, usable, static_cast<std::size_t>(top - usable),
                 reinterpret_cast<void*>(callable & ~std::uintptr_t{15}), &TaskMain, task);
-    allocated.fetch_add(1, std::memory_order_relaxed);
-    slot = task->callable;
+    slot = task->callable; // counted by Launch, once the callable is in place
     return task;
 }
 
@@ -782,13 +781,13 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
     DestroyContext(task->context);
     StackMemory stack = task->stack;
     task->~Task();
-    allocated.fetch_sub(1, std::memory_order_relaxed);
     ReturnStack(stack);
 }
 
 void SchedulerCore::Launch(Task* task)
 {
-    live.fetch_add(1, std::memory_order_relaxed);
+    // One RMW for both counts. relaxed: the enqueue publishes the task.
+    counts.fetch_add(kOneLive | kOneBlock, std::memory_order_relaxed);
     try
     {
         Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
@@ -796,7 +795,7 @@ void SchedulerCore::Launch(Task* task)
     catch (...)
     {
         // Nothing was queued: the start fails as a whole and the caller gets the exception.
-        live.fetch_sub(1, std::memory_order_relaxed);
+        counts.fetch_sub(kOneLive | kOneBlock, std::memory_order_relaxed);
         task->body->destroy(task->callable);
         FreeUnstartedTask(task);
         throw;
@@ -806,7 +805,7 @@ void SchedulerCore::Launch(Task* task)
 void SchedulerCore::FinishTask(Task* task) noexcept
 {
     DestroyContext(task->context);
-    live.fetch_sub(1, std::memory_order_acq_rel);
+    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
     ReleaseTaskReference(task);
 }
 
@@ -838,7 +837,7 @@ void SchedulerCore::FreeTask(Task* task) noexcept
     task->~Task();
     ReturnStack(stack);
     // The Scheduler holds one count of its own (see ~Scheduler): zero means it is gone too.
-    if (allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (DropCounts(kOneBlock))
         delete this;
 }
 
@@ -906,7 +905,7 @@ Scheduler::~Scheduler()
     // The core holds one count for this object: JoinHandles still holding finished tasks keep it
     // alive, and whoever drops the last count (here, or the last handle's release) deletes it.
     SchedulerCore* core = core_.release();
-    if (core->allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (core->DropCounts(SchedulerCore::kOneBlock))
         delete core;
 }
 
@@ -1013,7 +1012,7 @@ const std::string& Scheduler::Name() const noexcept
 
 std::size_t Scheduler::LiveTasks() const noexcept
 {
-    return core_->live.load(std::memory_order_acquire);
+    return core_->Live();
 }
 
 Scheduler* Scheduler::Current() noexcept
@@ -1097,13 +1096,12 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
         return;
     }
     // The task now belongs to the destination: its live count, its queues, its stack pool.
-    destination->live.fetch_add(1, std::memory_order_relaxed);
-    destination->allocated.fetch_add(1, std::memory_order_relaxed);
+    destination->counts.fetch_add(SchedulerCore::kOneLive | SchedulerCore::kOneBlock,
+                                  std::memory_order_relaxed);
     SchedulerCore* source = task->scheduler;
     task->scheduler = destination;
     task->priority = priority;
-    source->live.fetch_sub(1, std::memory_order_acq_rel);
-    if (source->allocated.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (source->DropCounts(SchedulerCore::kOneLive | SchedulerCore::kOneBlock))
         delete source; // its Scheduler is gone already (it held a count of its own)
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, destination);
 }

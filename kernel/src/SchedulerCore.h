@@ -150,11 +150,23 @@ public:
     void Shutdown();
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
-    std::atomic<std::size_t> live{0};      // started, not finished
-    // Task blocks not yet freed (held by a task or a handle), plus one for the Scheduler object:
-    // whoever drops the count to zero deletes this core. (A separate "orphaned" flag let a
-    // handle's release and ~Scheduler both see the other's write and both delete.)
-    std::atomic<std::size_t> allocated{1};
+    // Two counts in one word, so that a start is one read-modify-write on a line both workers
+    // write: tasks started and not finished (low half), and task blocks not yet freed (held by a
+    // task or a handle) plus one for the Scheduler object (high half) -- whoever drops the high
+    // half to zero deletes this core. (A separate "orphaned" flag let a handle's release and
+    // ~Scheduler both see the other's write and both delete.) Each half counts up to 2^32 - 1.
+    static constexpr std::uint64_t kOneLive = 1;
+    static constexpr std::uint64_t kOneBlock = std::uint64_t{1} << 32;
+    std::atomic<std::uint64_t> counts{kOneBlock};
+    std::size_t Live() const noexcept
+    {
+        return static_cast<std::size_t>(counts.load(std::memory_order_acquire) & 0xffff'ffffu);
+    }
+    // Drops `amount` (which includes kOneBlock); true when that was the last block count.
+    bool DropCounts(std::uint64_t amount) noexcept
+    {
+        return (counts.fetch_sub(amount, std::memory_order_acq_rel) >> 32) == 1;
+    }
 
 private:
     StackMemory TakeStack(std::size_t size);
