@@ -95,10 +95,10 @@ ChunkResult SimulateChunk(const World& world, int frame, int chunk)
 }
 
 // [guide:allocator]
-// Task stacks (and the task's control block and callable, which live at the top of its stack)
-// come from here. This one keeps the game's memory budget; an engine would carve from its own
-// arena. Allocate may be called from any thread of the scheduler; the scheduler pools released
-// stacks, so in steady state neither member runs.
+// Task stacks come from here: a task takes one when it first runs and gives it back when it
+// ends. This one keeps the game's memory budget; an engine would carve from its own arena.
+// Allocate may be called from any thread of the scheduler; the scheduler pools released stacks,
+// so in steady state neither member runs.
 class BudgetStackAllocator final : public TC::IStackAllocator
 {
 public:
@@ -109,7 +109,7 @@ public:
         if (used_.fetch_add(size) + size > budget_)
         {
             used_.fetch_sub(size);
-            throw std::bad_alloc(); // the Start that asked fails; nothing else changes
+            throw std::bad_alloc(); // that task ends unrun and its Join rethrows this
         }
         ++stacks_;
         return TC::DefaultStackAllocator().Allocate(size, guard); // guard page included

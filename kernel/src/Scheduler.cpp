@@ -34,6 +34,13 @@ constexpr std::size_t kStackBatch = 32;
 // and the first such return must not allocate the pool's entry in a steady state.
 constexpr std::size_t kStackPoolReserve = 2 * kStackCacheLimit;
 constexpr std::int64_t kSpinNanoseconds = 20000; // an idle worker spins about 20 us, then sleeps
+// Task blocks go back where they came from: a block a worker's task started with returns to that
+// worker's cache (up to kBlockCacheLimit) wherever it is freed last, one started from another
+// thread to the scheduler's pool (up to kBlockPoolLimit), so neither kind of starter allocates
+// in a steady state; the rest go back to operator delete, so a burst does not pin its memory.
+constexpr std::size_t kBlockCacheLimit = 1024;
+constexpr std::size_t kBlockPoolLimit = 4096;
+constexpr std::size_t kBlockBatch = 32;
 
 std::size_t PageSize() noexcept
 {
@@ -73,7 +80,7 @@ void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook, Task
         hook(TaskHandle(task), task->name);
 }
 
-[[noreturn]] void DetachedTaskFailed(Task* task) noexcept
+[[noreturn]] void DetachedTaskFailed(Task* task, const char* how = "ended with an exception") noexcept
 {
     const char* what = "an exception not derived from std::exception";
     std::string text;
@@ -89,7 +96,7 @@ void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook, Task
     catch (...)
     {
     }
-    std::fprintf(stderr, "TC: detached task '%s' ended with an exception: %s\n", task->name, what);
+    std::fprintf(stderr, "TC: detached task '%s' %s: %s\n", task->name, how, what);
     std::fflush(stderr);
     std::terminate();
 }
@@ -212,6 +219,14 @@ SchedulerCore::~SchedulerCore()
     for (auto& [size, stacks] : stackPool_)
         for (StackMemory& stack : stacks)
             stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+    auto freeBlocks = [](FreeTaskBlock* block)
+    {
+        while (block)
+            ::operator delete(std::exchange(block, block->next), std::align_val_t(kTaskBlockAlign));
+    };
+    for (auto& worker : workers_)
+        freeBlocks(worker->blockCache);
+    freeBlocks(blockPool_);
 }
 
 void SchedulerCore::Shutdown()
@@ -516,6 +531,8 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
         return;
     }
     auto* task = reinterpret_cast<Task*>(item);
+    if (!PrepareToRun(task, &worker))
+        return; // no stack to be had: it ended, and Join reports why
     worker.current = task;
     worker.taskScope = ExecutorScope::Innermost();
     if (taskHooks)
@@ -545,7 +562,7 @@ void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
         ArmTimer(*task->entry.timer_);
         break;
     case PostSwitch::Finish:
-        task->scheduler->FinishTask(task);
+        task->scheduler->FinishTask(task, &worker);
         break;
     case PostSwitch::Requeue:
         try
@@ -650,9 +667,8 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
 // ---------------------------------------------------------------------------------------------
 // Stacks and tasks
 
-StackMemory SchedulerCore::TakeStack(std::size_t size)
+StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
 {
-    Worker* worker = CurrentThread().worker;
     if (size == defaultStackSize && worker && worker->core == this)
     {
         std::vector<StackMemory>& cache = worker->stackCache;
@@ -694,9 +710,8 @@ StackMemory SchedulerCore::TakeStack(std::size_t size)
     return stack;
 }
 
-void SchedulerCore::ReturnStack(StackMemory stack) noexcept
+void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
 {
-    Worker* worker = CurrentThread().worker;
     if (stack.size == defaultStackSize && stack.allocator == allocator && worker
         && worker->core == this)
     {
@@ -733,6 +748,91 @@ void SchedulerCore::ReturnStack(StackMemory stack) noexcept
     }
 }
 
+void* SchedulerCore::TakeBlock(Worker* worker)
+{
+    if (worker && worker->blockCache) [[likely]]
+    {
+        --worker->blockCacheCount;
+        return std::exchange(worker->blockCache, worker->blockCache->next);
+    }
+    return TakeBlockSlow(worker);
+}
+
+void* SchedulerCore::TakeBlockSlow(Worker* worker)
+{
+    if (blockPoolCount_.load(std::memory_order_relaxed) != 0) // a peek; the lock decides
+    {
+        std::lock_guard lock(blockLock_);
+        if (FreeTaskBlock* block = blockPool_)
+        {
+            // A worker takes a batch, so blocks that flow from one worker to another (tasks
+            // started on one, freed on the other) cost one lock per batch, not per task.
+            std::size_t taken = 1;
+            FreeTaskBlock* last = block;
+            if (worker)
+                for (; taken < kBlockBatch && last->next; ++taken)
+                    last = last->next;
+            blockPool_ = last->next;
+            blockPoolCount_.store(blockPoolCount_.load(std::memory_order_relaxed) - taken,
+                                  std::memory_order_relaxed);
+            last->next = nullptr;
+            if (worker && taken > 1)
+            {
+                worker->blockCache = block->next;
+                worker->blockCacheCount = taken - 1;
+            }
+            return block;
+        }
+    }
+    return ::operator new(kTaskBlockSize, std::align_val_t(kTaskBlockAlign));
+}
+
+void SchedulerCore::ReturnBlock(void* memory, bool toWorker) noexcept
+{
+    auto* block = static_cast<FreeTaskBlock*>(memory);
+    Worker* worker = toWorker ? CurrentThread().worker : nullptr;
+    if (worker && worker->core != this)
+        worker = nullptr;
+    if (worker && worker->blockCacheCount < kBlockCacheLimit) [[likely]]
+    {
+        block->next = worker->blockCache;
+        worker->blockCache = block;
+        ++worker->blockCacheCount;
+        return;
+    }
+    ReturnBlockSlow(block, worker);
+}
+
+void SchedulerCore::ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept
+{
+    // A full worker cache hands the pool a batch along with this block (one lock per batch).
+    FreeTaskBlock* first = block;
+    FreeTaskBlock* last = block;
+    std::size_t count = 1;
+    if (worker)
+    {
+        last->next = worker->blockCache;
+        for (; count < kBlockBatch && last->next; ++count)
+            last = last->next;
+        worker->blockCache = last->next;
+        worker->blockCacheCount -= count - 1;
+    }
+    {
+        std::lock_guard lock(blockLock_);
+        const std::size_t pooled = blockPoolCount_.load(std::memory_order_relaxed);
+        if (pooled + count <= kBlockPoolLimit)
+        {
+            last->next = blockPool_;
+            blockPool_ = first;
+            blockPoolCount_.store(pooled + count, std::memory_order_relaxed);
+            return;
+        }
+    }
+    last->next = nullptr;
+    while (first)
+        ::operator delete(std::exchange(first, first->next), std::align_val_t(kTaskBlockAlign));
+}
+
 Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
 {
     if (stopping.load(std::memory_order_acquire))
@@ -741,47 +841,117 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
     const std::size_t size
         = taskOptions.stackSize ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
                                 : defaultStackSize;
-    StackMemory stack = TakeStack(size);
+    Worker* worker = CurrentThread().worker;
+    if (worker && worker->core != this)
+        worker = nullptr; // another scheduler's worker: use this one's shared pool
+    const bool fromWorker = worker != nullptr;
+    void* block = TakeBlock(worker);
+    auto* task = ::new (block) Task;
+    task->blockFromWorker = fromWorker;
+    task->stack.size = size;
+    if (body.size <= kTaskBlockSize - kTaskBytes && body.alignment <= kTaskBlockAlign)
+    {
+        // The usual case: the callable rides in the block, and the stack waits for the first run.
+        task->callable = static_cast<unsigned char*>(block) + kTaskBytes;
+    }
+    else
+    {
+        // A large callable lives at the top of a stack taken now.
+        StackMemory stack;
+        try
+        {
+            stack = TakeStack(size, worker);
+        }
+        catch (...)
+        {
+            task->~Task();
+            ReturnBlock(block, fromWorker);
+            throw;
+        }
+        auto* base = static_cast<unsigned char*>(stack.base);
+        unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
+        unsigned char* top = base + stack.size;
+#if TC_ASAN
+        // A pooled stack keeps the redzones of the frames its last task never unwound.
+        ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
+#endif
+        auto callable = (reinterpret_cast<std::uintptr_t>(top) - body.size) & ~(body.alignment - 1);
+        if (callable < reinterpret_cast<std::uintptr_t>(usable) + 2 * PageSize())
+        {
+            task->~Task();
+            ReturnBlock(block, fromWorker);
+            ReturnStack(stack, worker);
+            throw std::length_error("TC::Scheduler::Start: the callable does not fit on the task's stack");
+        }
+        task->stack = stack;
+        task->callable = reinterpret_cast<void*>(callable);
+    }
+    task->scheduler = this;
+    task->body = &body;
+    task->name = taskOptions.name ? taskOptions.name : "task";
+    task->priority = taskOptions.priority;
+    task->entry.kind_ = WaiterKind::Task;
+    task->entry.owner_ = task;
+    slot = task->callable; // counted by Launch, once the callable is in place
+    return task;
+}
+
+bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
+{
+    const bool callableOnStack = task->stack.base != nullptr;
+    if (!callableOnStack)
+    {
+        try
+        {
+            task->stack = TakeStack(task->stack.size, worker);
+        }
+        catch (...)
+        {
+            task->error = std::current_exception();
+            EndUnrun(task);
+            return false;
+        }
+    }
+    const StackMemory& stack = task->stack;
     auto* base = static_cast<unsigned char*>(stack.base);
     unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
     unsigned char* top = base + stack.size;
+    if (callableOnStack)
+        top = reinterpret_cast<unsigned char*>(reinterpret_cast<std::uintptr_t>(task->callable) & ~std::uintptr_t{15});
 #if TC_ASAN
-    // A pooled stack keeps the redzones of the frames its last task never unwound.
-    ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
+    else // a pooled stack keeps the redzones of the frames its last task never unwound
+        ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
 #endif
-    auto* task = ::new (top - RoundUp(sizeof(Task), 64)) Task;
-    auto callable = (reinterpret_cast<std::uintptr_t>(task) - body.size) & ~(body.alignment - 1);
-    if (callable < reinterpret_cast<std::uintptr_t>(usable) + 2 * PageSize())
-    {
-        task->~Task();
-        ReturnStack(stack);
-        throw std::length_error("TC::Scheduler::Start: the callable does not fit on the task's stack");
-    }
 #if TC_CHECKED
     // Checked builds only: writing it touches the stack's lowest page.
     if (stack.guard == StackGuard::None)
         std::memcpy(base, &kStackCanary, sizeof kStackCanary);
 #endif
-    task->scheduler = this;
-    task->body = &body;
-    task->callable = reinterpret_cast<void*>(callable);
-    task->stack = stack;
-    task->name = taskOptions.name ? taskOptions.name : "task";
-    task->priority = taskOptions.priority;
-    task->entry.kind_ = WaiterKind::Task;
-    task->entry.owner_ = task;
-    MakeContext(task->context, usable, static_cast<std::size_t>(top - usable),
-                reinterpret_cast<void*>(callable & ~std::uintptr_t{15}), &TaskMain, task);
-    slot = task->callable; // counted by Launch, once the callable is in place
-    return task;
+    MakeContext(task->context, usable, static_cast<std::size_t>(top - usable), top, &TaskMain, task);
+    task->contextReady = true;
+    return true;
+}
+
+void SchedulerCore::EndUnrun(Task* task) noexcept
+{
+    // As the end of TaskMain, for a task that never ran: its callable is destroyed unrun.
+    task->body->destroy(task->callable);
+    const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
+    if (previous == kJoinDetached)
+        DetachedTaskFailed(task, "could not run: no stack could be allocated for it");
+    if (previous != kJoinRunning)
+        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
+    ReleaseTaskReference(task);
 }
 
 void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
 {
-    DestroyContext(task->context);
-    StackMemory stack = task->stack;
+    if (task->stack.base)
+        ReturnStack(task->stack, CurrentThread().worker);
+    const bool toWorker = task->blockFromWorker;
     task->~Task();
-    ReturnStack(stack);
+    ReturnBlock(task, toWorker);
 }
 
 void SchedulerCore::Launch(Task* task)
@@ -802,9 +972,12 @@ void SchedulerCore::Launch(Task* task)
     }
 }
 
-void SchedulerCore::FinishTask(Task* task) noexcept
+void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept
 {
+    // The task switched away for good: its stack is free now, whoever still holds the block.
     DestroyContext(task->context);
+    task->contextReady = false;
+    ReturnStack(std::exchange(task->stack, StackMemory{}), worker);
     counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
     ReleaseTaskReference(task);
 }
@@ -820,8 +993,8 @@ void ReleaseTaskReference(Task* task) noexcept
 namespace
 {
 // The JoinHandle's release. A count of 1 seen here means the task has already dropped its own
-// reference (its stack is no longer in use) and nobody else can change the count: the task is
-// ours to free without a read-modify-write. acquire: pairs with the task's release decrement.
+// reference (it has ended) and nobody else can change the count: the task is ours to free
+// without a read-modify-write. acquire: pairs with the task's release decrement.
 void ReleaseHandleReference(Task* task) noexcept
 {
     if (task->references.load(std::memory_order_acquire) == 1)
@@ -833,9 +1006,9 @@ void ReleaseHandleReference(Task* task) noexcept
 
 void SchedulerCore::FreeTask(Task* task) noexcept
 {
-    StackMemory stack = task->stack;
+    const bool toWorker = task->blockFromWorker;
     task->~Task();
-    ReturnStack(stack);
+    ReturnBlock(task, toWorker);
     // The Scheduler holds one count of its own (see ~Scheduler): zero means it is gone too.
     if (DropCounts(kOneBlock))
         delete this;
@@ -858,6 +1031,8 @@ void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerC
     if (core->taskHooks)
         CallTaskHook(core->options.hooks.taskLeave, self);
     Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
+    while (next && !core->PrepareToRun(next, worker))
+        next = core->TryDequeueLocalTask(*worker); // it ended unrun (no stack): the next one
     const bool finished = action == PostSwitch::Finish;
     void* arrivedOn;
     if (next)

@@ -10,6 +10,7 @@
 #include "context/Context.h"
 
 #include <TC/Scheduler.h>
+#include <TC/detail/SpinLock.h>
 
 #include <concurrentqueue.h>
 
@@ -57,6 +58,8 @@ struct Worker
     std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
     Parker parker;
     std::vector<StackMemory> stackCache; // default-size stacks released on this worker
+    FreeTaskBlock* blockCache = nullptr;  // task blocks freed on this worker
+    std::size_t blockCacheCount = 0;
     std::thread thread;
 };
 
@@ -144,7 +147,16 @@ public:
     Task* AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot);
     void FreeUnstartedTask(Task* task) noexcept;
     void Launch(Task* task); // throws what queueing throws; the task is then freed
-    void FinishTask(Task* task) noexcept;
+    // Before the first switch to a task: gives it its stack and context. False when no stack
+    // could be had: the task has then ended without running, with that exception for Join.
+    // `worker`: the calling thread's.
+    bool PrepareToRun(Task* task, Worker* worker) noexcept
+    {
+        return task->contextReady || BindStack(task, worker);
+    }
+    // Its stack goes back now (to `worker`'s cache, the calling thread's), the block when
+    // unreferenced.
+    void FinishTask(Task* task, Worker* worker) noexcept;
     void FreeTask(Task* task) noexcept; // the last reference is gone
 
     void Shutdown();
@@ -169,8 +181,16 @@ public:
     }
 
 private:
-    StackMemory TakeStack(std::size_t size);
-    void ReturnStack(StackMemory stack) noexcept;
+    // `worker`: the calling thread's (nullptr outside a worker); its cache is used when it is ours.
+    StackMemory TakeStack(std::size_t size, Worker* worker);
+    void ReturnStack(StackMemory stack, Worker* worker) noexcept;
+    // `worker`: the calling thread's if it is one of ours, else nullptr.
+    inline void* TakeBlock(Worker* worker);
+    void* TakeBlockSlow(Worker* worker);
+    inline void ReturnBlock(void* block, bool toWorker) noexcept;
+    void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;
+    [[gnu::noinline]] bool BindStack(Task* task, Worker* worker) noexcept;
+    void EndUnrun(Task* task) noexcept;
     void Idle(Worker& worker);
 
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
@@ -191,6 +211,9 @@ private:
     ThreadState* hostState_ = nullptr; // the host thread's state, unbound when this core goes
     std::mutex stackLock_;
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
+    SpinLock blockLock_; // task blocks freed off this core's workers (up to kBlockPoolLimit)
+    FreeTaskBlock* blockPool_ = nullptr;
+    std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it
 };
 
 // Switches the running task away; `action` tells the next context what to do for it. Returns

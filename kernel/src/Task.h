@@ -1,6 +1,8 @@
 #pragma once
-// Task: the control block of one stackful task. It lives at the top of the task's own stack, with
-// the callable just below it, so starting a task allocates nothing beyond the pooled stack.
+// Task: the control block of one stackful task. It lives in a pooled task block with the callable
+// right after it when the callable fits (kTaskBlockSize), and the task takes a stack only when it
+// first runs and gives it back when it ends: a queued task and a finished one hold no stack. A
+// larger callable lives at the top of a stack taken when the task is started.
 
 #include "ThreadState.h"
 #include "context/Context.h"
@@ -18,7 +20,7 @@ class SchedulerCore;
 
 struct StackMemory
 {
-    void* base = nullptr; // lowest address, guard page included
+    void* base = nullptr; // lowest address, guard page included; nullptr until the stack is taken
     std::size_t size = 0;
     StackGuard guard = StackGuard::Page;
     IStackAllocator* allocator = nullptr; // the scheduler's that allocated it
@@ -36,7 +38,7 @@ struct Task : TaskIdentity
     SchedulerCore* scheduler = nullptr;
     const TaskBody* body = nullptr;
     void* callable = nullptr;
-    StackMemory stack;
+    StackMemory stack; // the size is set at Start; the memory is taken when the task first runs
     const char* name = "task";
     Priority priority = Priority::Normal;
     // Two owners: the task itself (until its stack is no longer in use) and its JoinHandle.
@@ -45,6 +47,19 @@ struct Task : TaskIdentity
     std::atomic<std::uintptr_t> join{kJoinRunning};
     std::exception_ptr error;
     bool detached = false; // set once the JoinHandle let go before the task finished
+    bool contextReady = false; // it has a stack and a context: it has run, or can be switched to
+    bool blockFromWorker = false; // started on one of its scheduler's workers (where the block goes back)
+};
+
+// A task block: the Task, then room for a callable that fits (its own cache lines).
+inline constexpr std::size_t kTaskBlockAlign = 64;
+inline constexpr std::size_t kTaskBytes = (sizeof(Task) + kTaskBlockAlign - 1) / kTaskBlockAlign * kTaskBlockAlign;
+inline constexpr std::size_t kTaskBlockSize = kTaskBytes + 128;
+
+// A free task block, in a worker's cache or the scheduler's pool.
+struct FreeTaskBlock
+{
+    FreeTaskBlock* next;
 };
 
 inline Task* TaskOf(SuspendedTaskEntry* entry) noexcept

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -129,7 +130,7 @@ TEST_CASE("a custom IStackAllocator provides and takes back every stack", "[stac
         CHECK(seen == guard);
 }
 
-TEST_CASE("a failing stack allocation fails the Start and nothing else", "[stacks]")
+TEST_CASE("a failing stack allocation ends that task unrun, and Join says why", "[stacks]")
 {
     CountingStackAllocator allocator;
     TC::SchedulerOptions options;
@@ -137,7 +138,15 @@ TEST_CASE("a failing stack allocation fails the Start and nothing else", "[stack
     TC::Scheduler host(options);
     allocator.fail = true;
     bool ran = false;
-    CHECK_THROWS_AS(host.Start([&ran] { ran = true; }), std::bad_alloc);
+    auto handle = host.Start([&ran] { ran = true; }); // the stack is taken when it first runs
+    CHECK(host.LiveTasks() == 1);
+    host.RunUntilIdle();
+    CHECK_FALSE(ran);
+    CHECK(host.LiveTasks() == 0);
+    CHECK_THROWS_AS(handle.Join(), std::bad_alloc);
+    // A callable too large for the task block needs its stack at Start, which throws.
+    std::array<char, 512> large{};
+    CHECK_THROWS_AS(host.Start([&ran, large] { ran = large[0] == 0; }), std::bad_alloc);
     CHECK(host.LiveTasks() == 0);
     allocator.fail = false;
     host.Start([&ran] { ran = true; }).Detach();

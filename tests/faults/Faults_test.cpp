@@ -8,9 +8,11 @@
 #include <TC/Strands.h>
 #include <TC/Synchronization/Channel.h>
 #include <TC/Synchronization/Future.h>
+#include <TC/Synchronization/ManualResetEvent.h>
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <optional>
 #include <string>
@@ -83,7 +85,7 @@ TEST_CASE("Start: a failing allocation in the callable's copy starts nothing, lo
     REQUIRE(points >= 1);
 }
 
-TEST_CASE("Start: a failing stack allocation throws, starts nothing and loses no queued task",
+TEST_CASE("A task whose stack cannot be allocated ends unrun; Join rethrows; nothing else is lost",
           "[faults][stack]")
 {
     Faults::FailingStackAllocator stacks;
@@ -95,60 +97,68 @@ TEST_CASE("Start: a failing stack allocation throws, starts nothing and loses no
         Scheduler scheduler(options);
         for (long n = 1; n <= 8; ++n)
         {
-            // Unpumped, each start needs a fresh stack: the nth of the eight fails.
-            stacks.Reset(stacks.Calls() + n);
+            // Eight tasks suspended at once hold eight stacks; the nth stack allocated fails.
+            // A task takes its stack when it first runs, so Start itself never fails for it.
+            stacks.Reset(n);
+            Synchronization::ManualResetEvent gate;
             std::vector<JoinHandle> handles;
-            int started = 0;
-            int failures = 0;
             for (int i = 0; i < 8; ++i)
+                handles.push_back(scheduler.Start(
+                    [&]
+                    {
+                        gate.Wait();
+                        ran.fetch_add(1);
+                    }));
+            REQUIRE(scheduler.LiveTasks() == 8);
+            scheduler.RunUntilIdle();
+            gate.Set();
+            scheduler.RunUntilIdle();
+            REQUIRE(scheduler.LiveTasks() == 0);
+            int failures = 0;
+            for (JoinHandle& handle : handles)
             {
                 try
                 {
-                    handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }));
-                    ++started;
+                    handle.Join();
                 }
                 catch (const std::bad_alloc&)
                 {
                     ++failures;
-                    CHECK(scheduler.LiveTasks() == static_cast<std::size_t>(started));
                 }
             }
             // The pool may already hold stacks from earlier rounds, which do not fail.
             CHECK(failures <= 1);
-            CHECK(started + failures == 8);
-            const int before = ran.load();
-            scheduler.RunUntilIdle();
-            for (JoinHandle& handle : handles)
-                handle.Join();
-            REQUIRE(ran.load() == before + started);
-            REQUIRE(scheduler.LiveTasks() == 0);
+            CHECK(ran.load() == 8 - failures);
+            ran = 0;
         }
-        // Force fresh stacks: eight tasks alive at once, the third stack fails.
-        stacks.Reset(stacks.Calls() + 3);
+        // A callable too large for the task block lives on a stack taken at Start, which then
+        // throws and starts nothing. Sizes the pool has never seen: each needs a new stack.
+        stacks.Reset(3);
         std::vector<JoinHandle> handles;
-        std::vector<std::size_t> sizes{5 * 4096, 6 * 4096, 7 * 4096, 9 * 4096};
+        std::array<char, 512> large{};
         int started = 0;
         int failures = 0;
-        for (std::size_t size : sizes)
+        for (std::size_t size : {5 * 4096, 6 * 4096, 7 * 4096, 9 * 4096})
         {
             TaskOptions taskOptions;
-            taskOptions.stackSize = size; // a size the pool has never seen: a new stack
+            taskOptions.stackSize = size;
             try
             {
-                handles.push_back(scheduler.Start([&ran] { ran.fetch_add(1); }, taskOptions));
+                handles.push_back(scheduler.Start([&ran, large] { ran.fetch_add(large[0] + 1); },
+                                                  taskOptions));
                 ++started;
             }
             catch (const std::bad_alloc&)
             {
                 ++failures;
+                CHECK(scheduler.LiveTasks() == static_cast<std::size_t>(started));
             }
         }
         REQUIRE(failures == 1);
-        const int before = ran.load();
         scheduler.RunUntilIdle();
         for (JoinHandle& handle : handles)
             handle.Join();
-        REQUIRE(ran.load() == before + started);
+        REQUIRE(ran.load() == started);
     }
     // Every stack handed out was given back when the scheduler went.
     REQUIRE(stacks.Live() == 0);
@@ -404,7 +414,11 @@ TEST_CASE("SuspendTaskFor allocates nothing: timer registration cannot fail", "[
                     std::this_thread::yield();
             }
         });
-    scheduler.Start([&] { waits(60); }).Join(); // warm-up: thread states, timer thread, queues
+    // Warm-up: thread states, timer thread, queues, and the pool's task blocks. Twice: a task's
+    // block returns to the pool only once the task has also dropped its own reference, which may
+    // come after its Join returned; the second task ran after the first one's had.
+    scheduler.Start([&] { waits(30); }).Join();
+    scheduler.Start([&] { waits(30); }).Join();
     long counted = -1;
     {
         Faults::CountAll count;
@@ -564,6 +578,17 @@ TEST_CASE("Start from inside a task: a failing allocation of the run queue's gro
             options.stackSize = StackSize::Small;
             options.stackGuard = StackGuard::None;
             Scheduler scheduler(options);
+            {
+                // Fills the scheduler's pool of task blocks (joined here, off its worker), so the
+                // armed starts below take their blocks from it and the queue's growth is the
+                // first allocation.
+                std::vector<JoinHandle> warm;
+                for (int i = 0; i < 2500; ++i)
+                    warm.push_back(scheduler.Start([] {}));
+                scheduler.RunUntilIdle();
+                for (JoinHandle& handle : warm)
+                    handle.Join();
+            }
             std::atomic<int> ran{0};
             int started = 0;
             int failures = 0;
@@ -596,4 +621,26 @@ TEST_CASE("Start from inside a task: a failing allocation of the run queue's gro
     INFO(child.stderrText);
     CHECK(!child.aborted);
     CHECK(child.exitCode == 0);
+}
+
+TEST_CASE("A detached task whose stack cannot be allocated ends the process, naming the task",
+          "[faults][stack]")
+{
+    const auto child = TestSupport::RunInChild(
+        []
+        {
+            Faults::FailingStackAllocator stacks;
+            stacks.Reset(1); // the first stack fails
+            SchedulerOptions options;
+            options.stackAllocator = &stacks;
+            Scheduler scheduler(options);
+            TaskOptions taskOptions;
+            taskOptions.name = "orphan";
+            scheduler.Start([] {}, taskOptions).Detach(); // Start itself succeeds
+            scheduler.RunUntilIdle();
+            std::_Exit(0); // not reached
+        });
+    INFO(child.stderrText);
+    CHECK(child.aborted);
+    CHECK(child.stderrText.find("detached task 'orphan' could not run") != std::string::npos);
 }

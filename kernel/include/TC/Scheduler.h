@@ -26,7 +26,8 @@ namespace detail
 struct Task;
 class SchedulerCore;
 
-// How a task's callable is run and destroyed; the callable lives at the top of the task's stack.
+// How a task's callable is run and destroyed. The callable lives in the task's block when it fits
+// (up to 128 bytes, 64-byte aligned at most), else at the top of a stack taken at Start.
 struct TaskBody
 {
     std::size_t size;
@@ -124,8 +125,9 @@ public:
     }
     ~JoinHandle() { Detach(); }
 
-    // Waits until the task has finished, then rethrows what escaped it, if anything. Afterwards
-    // the handle is empty. Precondition: Joinable() (std::logic_error otherwise).
+    // Waits until the task has finished, then rethrows what escaped it, if anything (or why it
+    // could not run: the stack allocator's exception). Afterwards the handle is empty.
+    // Precondition: Joinable() (std::logic_error otherwise).
     void Join();
     // Lets the task run on unobserved. No-op on an empty handle.
     void Detach() noexcept;
@@ -162,8 +164,15 @@ public:
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
-    // Starts `callable` as a stackful task. Throws what the stack allocation, the callable's
-    // move or queueing the task throws (std::bad_alloc); nothing is started then.
+    // Starts `callable` as a stackful task. Throws what allocating the task's block, the
+    // callable's move or queueing the task throws (std::bad_alloc); nothing is started then.
+    //
+    // Stacks: a task takes its stack from the scheduler's pool when it first runs and gives it
+    // back the moment it ends, so a queued task and a finished one hold none (a callable too
+    // large for the task's block -- over 128 bytes -- lives at the top of a stack taken here, and
+    // a failure to get it throws here). When no stack can be had as the task is about to run,
+    // the task ends without running its callable (which is destroyed) and Join rethrows the
+    // allocator's exception; a detached task terminates the process with a message naming it.
     template <class F>
     JoinHandle Start(F&& callable, TaskOptions options = {})
     {
