@@ -401,9 +401,30 @@ TEST_CASE("SuspendTaskFor allocates nothing: timer registration cannot fail", "[
                 timedOutCount.fetch_add(1);
         }
     };
+    // The scheduler's inbox takes a submission from outside while its queue is empty, so a
+    // warm-up may never make the resumer or the timer thread put anything in the shared queue,
+    // whose first use on a thread allocates that thread's producer: make each of them (and this
+    // thread) queue something once while the one worker is held, so that the inbox stays full.
+    std::atomic<bool> hold{true};
+    std::atomic<bool> holding{false};
+    std::atomic<bool> resumerWarm{false};
+    auto holder = scheduler.Start(
+        [&]
+        {
+            holding = true;
+            while (hold.load())
+                std::this_thread::yield();
+        });
+    while (!holding.load())
+        std::this_thread::yield();
+    for (int i = 0; i < 2; ++i)
+        scheduler.Start([] {}).Detach(); // the inbox, then the queue
     std::thread resumer(
         [&]
         {
+            for (int i = 0; i < 2; ++i)
+                scheduler.Start([] {}).Detach(); // the queue: the inbox is taken
+            resumerWarm = true;
             while (!done.load())
             {
                 if (!claimable.load())
@@ -414,6 +435,22 @@ TEST_CASE("SuspendTaskFor allocates nothing: timer registration cannot fail", "[
                     std::this_thread::yield();
             }
         });
+    while (!resumerWarm.load())
+        std::this_thread::yield();
+    hold = false;
+    holder.Join();
+    {
+        // The timer thread: two waits time out while the worker sleeps in a third task, so the
+        // second resume finds the inbox taken. One worker runs the three in the order started.
+        TimedSlot first;
+        TimedSlot second;
+        auto a = scheduler.Start([&] { (void)SuspendTaskFor(&first, std::chrono::milliseconds(2)); });
+        auto b = scheduler.Start([&] { (void)SuspendTaskFor(&second, std::chrono::milliseconds(2)); });
+        auto c = scheduler.Start([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
+        a.Join();
+        b.Join();
+        c.Join();
+    }
     // Warm-up: thread states, timer thread, queues, and the pool's task blocks. Twice: a task's
     // block returns to the pool only once the task has also dropped its own reference, which may
     // come after its Join returned; the second task ran after the first one's had.
