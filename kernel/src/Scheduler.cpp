@@ -117,6 +117,35 @@ void CheckCanary(const Task* task) noexcept
 #endif
 }
 
+// The lowest address a task's frames may use: above the guard page, if the stack has one.
+unsigned char* UsableBottom(const StackMemory& stack) noexcept
+{
+    return static_cast<unsigned char*>(stack.base) + (stack.guard == StackGuard::Page ? PageSize() : 0);
+}
+
+// A pooled stack keeps the redzones of the frames its last task never unwound (ASan builds).
+void ClearOldRedzones([[maybe_unused]] const StackMemory& stack) noexcept
+{
+#if TC_ASAN
+    unsigned char* usable = UsableBottom(stack);
+    ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(
+                                            static_cast<unsigned char*>(stack.base) + stack.size - usable));
+#endif
+}
+
+// The end of a task as its JoinHandle sees it, whether the callable ran or not: the callable is
+// destroyed, the join word says finished, and a waiting joiner is resumed -- or, for a detached
+// task that failed, the process ends saying how (`detachedFailure`).
+void FinishForJoiner(Task* task, const char* detachedFailure) noexcept
+{
+    task->body->destroy(task->callable);
+    const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
+    if (previous == kJoinDetached && task->error)
+        DetachedTaskFailed(task, detachedFailure);
+    if (previous != kJoinRunning && previous != kJoinDetached)
+        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+}
+
 [[noreturn]] void TaskMain(void* argument, void* worker)
 {
     OnContextStarted();
@@ -130,12 +159,7 @@ void CheckCanary(const Task* task) noexcept
     {
         task->error = std::current_exception();
     }
-    task->body->destroy(task->callable);
-    const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
-    if (previous == kJoinDetached && task->error)
-        DetachedTaskFailed(task);
-    if (previous != kJoinRunning && previous != kJoinDetached)
-        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+    FinishForJoiner(task, "ended with an exception");
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Finish);
     __builtin_unreachable();
 }
@@ -868,15 +892,10 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
             ReturnBlock(block, fromWorker);
             throw;
         }
-        auto* base = static_cast<unsigned char*>(stack.base);
-        unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
-        unsigned char* top = base + stack.size;
-#if TC_ASAN
-        // A pooled stack keeps the redzones of the frames its last task never unwound.
-        ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
-#endif
+        ClearOldRedzones(stack); // before the callable is constructed there
+        unsigned char* top = static_cast<unsigned char*>(stack.base) + stack.size;
         auto callable = (reinterpret_cast<std::uintptr_t>(top) - body.size) & ~(body.alignment - 1);
-        if (callable < reinterpret_cast<std::uintptr_t>(usable) + 2 * PageSize())
+        if (callable < reinterpret_cast<std::uintptr_t>(UsableBottom(stack)) + 2 * PageSize())
         {
             task->~Task();
             ReturnBlock(block, fromWorker);
@@ -911,17 +930,16 @@ bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
             EndUnrun(task);
             return false;
         }
+        ClearOldRedzones(task->stack); // a stack taken at Start was cleared then
     }
     const StackMemory& stack = task->stack;
     auto* base = static_cast<unsigned char*>(stack.base);
-    unsigned char* usable = base + (stack.guard == StackGuard::Page ? PageSize() : 0);
-    unsigned char* top = base + stack.size;
-    if (callableOnStack)
-        top = reinterpret_cast<unsigned char*>(reinterpret_cast<std::uintptr_t>(task->callable) & ~std::uintptr_t{15});
-#if TC_ASAN
-    else // a pooled stack keeps the redzones of the frames its last task never unwound
-        ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(top - usable));
-#endif
+    unsigned char* usable = UsableBottom(stack);
+    // The first frame goes below the callable when the callable lives on the stack.
+    unsigned char* top = callableOnStack
+                             ? reinterpret_cast<unsigned char*>(
+                                   reinterpret_cast<std::uintptr_t>(task->callable) & ~std::uintptr_t{15})
+                             : base + stack.size;
 #if TC_CHECKED
     // Checked builds only: writing it touches the stack's lowest page.
     if (stack.guard == StackGuard::None)
@@ -934,13 +952,8 @@ bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
 
 void SchedulerCore::EndUnrun(Task* task) noexcept
 {
-    // As the end of TaskMain, for a task that never ran: its callable is destroyed unrun.
-    task->body->destroy(task->callable);
-    const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
-    if (previous == kJoinDetached)
-        DetachedTaskFailed(task, "could not run: no stack could be allocated for it");
-    if (previous != kJoinRunning)
-        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+    // As the end of TaskMain and FinishTask, for a task that never ran (task->error is set).
+    FinishForJoiner(task, "could not run: no stack could be allocated for it");
     counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
     ReleaseTaskReference(task);
 }
@@ -976,7 +989,6 @@ void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept
 {
     // The task switched away for good: its stack is free now, whoever still holds the block.
     DestroyContext(task->context);
-    task->contextReady = false;
     ReturnStack(std::exchange(task->stack, StackMemory{}), worker);
     counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
     ReleaseTaskReference(task);
