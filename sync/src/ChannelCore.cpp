@@ -176,10 +176,9 @@ ChannelCore::Slot ChannelCore::ClaimForSend()
 {
     Backoff backoff;
     Block* next = nullptr; // allocated before claiming a block's last slot, so a claim never fails
-    // acquire (index, then block): a block pointer read after an index is at least as new as
-    // the index, and a claim below succeeds only if the index has not moved since.
-    std::uint64_t tail = tail_.index.load(std::memory_order_acquire);
-    Block* block = tail_.block.load(std::memory_order_acquire);
+    std::uint64_t tail;
+    Block* block;
+    tail_.Read(tail, block);
     for (;;)
     {
         const auto offset = static_cast<std::uint32_t>(tail % kLap);
@@ -187,8 +186,7 @@ ChannelCore::Slot ChannelCore::ClaimForSend()
         {
             // Another sender claimed the last slot and is linking the next block.
             backoff.Pause();
-            tail = tail_.index.load(std::memory_order_acquire);
-            block = tail_.block.load(std::memory_order_acquire);
+            tail_.Read(tail, block);
             continue;
         }
         if (offset + 1 == kChannelBlockSlots && !next)
@@ -247,8 +245,9 @@ void ChannelCore::Abandon(const Slot& slot) noexcept
 ChannelCore::Slot ChannelCore::ClaimForReceive() noexcept
 {
     Backoff backoff;
-    std::uint64_t head = head_.index.load(std::memory_order_acquire);
-    Block* block = head_.block.load(std::memory_order_acquire);
+    std::uint64_t head;
+    Block* block;
+    head_.Read(head, block);
     for (;;)
     {
         const auto offset = static_cast<std::uint32_t>(head % kLap);
@@ -256,8 +255,7 @@ ChannelCore::Slot ChannelCore::ClaimForReceive() noexcept
         {
             // Another receiver took the block's last slot and is moving head_ to the next one.
             backoff.Pause();
-            head = head_.index.load(std::memory_order_acquire);
-            block = head_.block.load(std::memory_order_acquire);
+            head_.Read(head, block);
             continue;
         }
         // acq_rel, as for the tail: the block read above is current when the claim succeeds.
@@ -295,8 +293,7 @@ ChannelCore::Slot ChannelCore::ClaimForReceive() noexcept
             return Slot{block, offset, reinterpret_cast<std::byte*>(header) + valueOffset_};
         // A send that threw: nothing here. The value `items` granted is in a later slot.
         ReleaseSlot(block, offset);
-        head = head_.index.load(std::memory_order_acquire);
-        block = head_.block.load(std::memory_order_acquire);
+        head_.Read(head, block);
     }
 }
 

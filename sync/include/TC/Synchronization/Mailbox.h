@@ -70,7 +70,7 @@ public:
             full_.store(false);
         }
         if (taken)
-            this->WaitOutPublishers(); // the Put that stored it has finished its Resume()
+            this->WaitOutPublishers(); // the Put that stored it has claimed the waiter slot
         return taken;
     }
 

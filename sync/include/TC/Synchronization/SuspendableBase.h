@@ -119,7 +119,7 @@ protected:
     // It does not touch the object after the waiter's ResumeTask.
     bool Resume() noexcept
     {
-        if (const SuspendedTask waiter = waiter_.exchange(nullptr))
+        if (const SuspendedTask waiter = ClaimWaiter())
         {
             ResumeTask(waiter);
             return true;

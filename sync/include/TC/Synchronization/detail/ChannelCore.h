@@ -83,6 +83,14 @@ private:
     {
         std::atomic<std::uint64_t> index{0}; // slot number, kChannelBlockSlots + 1 per block
         std::atomic<Block*> block{nullptr};
+
+        // acquire, index then block: the block read is at least as new as the index, and a claim
+        // of that index succeeds only if the index has not moved since, so the block is its own.
+        void Read(std::uint64_t& at, Block*& in) const noexcept
+        {
+            at = index.load(std::memory_order_acquire);
+            in = block.load(std::memory_order_acquire);
+        }
     };
 
     Block* NewBlock();
