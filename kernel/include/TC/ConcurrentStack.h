@@ -76,10 +76,11 @@ public:
         return Pointer(head);
     }
 
-    // A snapshot: true if no node was on the stack at the moment of the load.
-    bool IsEmpty() const noexcept
+    // A snapshot: true if no node was on the stack at the moment of the load. `order` lets a
+    // caller that needs the load in the seq_cst total order ask for it.
+    bool IsEmpty(std::memory_order order = std::memory_order_acquire) const noexcept
     {
-        return Pointer(head_.load(std::memory_order_acquire)) == nullptr;
+        return Pointer(head_.load(order)) == nullptr;
     }
 
 private:

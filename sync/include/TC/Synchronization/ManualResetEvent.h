@@ -20,11 +20,12 @@ public:
     explicit ManualResetEvent(bool initiallySet = false) noexcept : set_(initiallySet) {}
 
     // Opens the event and resumes every waiter suspended now. Any thread, also a callback.
-    // Cost: one seq_cst store, a fence and two loads when nobody waits.
+    // Cost: one seq_cst store and two loads when nobody waits.
     void Set() noexcept
     {
         set_.store(true); // seq_cst: the state change the waiters' re-check pairs with
-        Resume();
+        if (IsSuspendedAfterSeqCstChange())
+            Resume();
     }
 
     // Closes the event; later waiters suspend. Any thread.

@@ -198,6 +198,16 @@ public:
     }
 
 protected:
+    // As IsSuspended, for a caller whose state change just before was a seq_cst store or RMW:
+    // seq_cst loads take the fence's place. By C++20 [atomics.order] p4 that store precedes the
+    // loads in the single total order, a load that misses a push precedes the pusher's fence,
+    // and the pusher's re-check after its fence then sees the store. On x86 a seq_cst load is a
+    // plain load and the fence a locked instruction (4 ns of an uncontended Set+Wait here).
+    bool IsSuspendedAfterSeqCstChange() const noexcept
+    {
+        return !waiters_.IsEmpty(std::memory_order_seq_cst) || creatorWaiter_.load() != nullptr;
+    }
+
     SuspendableBase() noexcept : creator_(detail::CreatorHandle()) {}
     virtual ~SuspendableBase()
     {

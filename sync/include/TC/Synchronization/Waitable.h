@@ -15,11 +15,13 @@ namespace TC::Synchronization
 //
 // A resumed waiter has passed: Wait does not call TryWait again after it was resumed, so a
 // resumer that hands out something (a signal, a count) must have taken it with TryWait first.
-// Optionally T provides `void AfterWait()`: Wait, Wait(timeout) (when it passed) and co_await call
-// it once the waiter has passed, however it passed; Latch and WaitGroup use it to wait out a
-// resumer that is still inside the object, so that any waiter may destroy them after its wait.
-// Lifetime: as SuspendableBase<Kind> -- for Multiple, the constructing task or thread is resumed
-// last, and may destroy the object when its Wait returns once no other Resume is running.
+// Optionally T provides `bool Recheck()`, with TryWait's contract, for the re-check after a
+// waiter was published (which otherwise calls TryWait); AutoResetEvent uses it to peek there and
+// not in TryWait. Optionally T provides `void AfterWait()`: Wait, Wait(timeout) (when it passed)
+// and co_await call it once the waiter has passed, however it passed; Latch and WaitGroup use it to
+// wait out a resumer that is still inside the object, so that any waiter may destroy them after its
+// wait. Lifetime: as SuspendableBase<Kind> -- for Multiple, the constructing task or thread is
+// resumed last, and may destroy the object when its Wait returns once no other Resume is running.
 template <SuspensionKind Kind, class T>
 class Waitable : public SuspendableBase<Kind>
 {
@@ -130,8 +132,17 @@ private:
     // another waiter the success stands for).
     void OnPublished() noexcept final
     {
-        if (Self().TryWait())
+        if (Recheck(Self()))
             Self().Resume();
+    }
+
+    static bool Recheck(T& self) noexcept
+    {
+        // The re-check after publishing: T::Recheck where T has one, else TryWait.
+        if constexpr (requires { self.Recheck(); })
+            return self.Recheck();
+        else
+            return self.TryWait();
     }
 };
 } // namespace TC::Synchronization
