@@ -207,6 +207,57 @@ TEST_CASE("Suspendable calls TryResume after publishing the waiter", "[waitable]
 
 namespace
 {
+// A gate on Waitable with a Recheck of its own: the re-check after publishing must call it, and
+// TryWait only before the waiter suspends.
+class RecheckedGate : public Waitable<SuspensionKind::Multiple, RecheckedGate>
+{
+public:
+    void Open()
+    {
+        open_.store(true);
+        if (IsSuspendedAfterSeqCstChange())
+            Resume();
+    }
+    bool TryWait()
+    {
+        ++tryWaitCalls;
+        return open_.load();
+    }
+    bool Recheck()
+    {
+        ++recheckCalls;
+        return open_.load();
+    }
+    void Resume() { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
+    std::atomic<int> tryWaitCalls{0};
+    std::atomic<int> recheckCalls{0};
+
+private:
+    std::atomic<bool> open_{false};
+};
+} // namespace
+
+TEST_CASE("Waitable calls T::Recheck, not TryWait, after publishing", "[waitable]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        RecheckedGate gate;
+        Waiters w;
+        w.Start(
+            kind, [&] { gate.Wait(); }, [&] { return gate.WaitAsync(); });
+        REQUIRE(Eventually([&] { return gate.recheckCalls.load() == 1; }));
+        CHECK(gate.tryWaitCalls == 1);
+        CHECK(w.Finished() == 0);
+        gate.Open();
+        CHECK(w.WaitFinished(1));
+        CHECK(gate.tryWaitCalls == 1); // a resumed waiter has passed: no TryWait after it
+        CHECK(gate.recheckCalls == 1);
+    }
+}
+
+namespace
+{
 // Opens with ResumeNonReentrant; a waiter resumed inline (a coroutine with no executor) opens it
 // again from inside that resume, which must hand over instead of recursing.
 class Gate : public Waitable<SuspensionKind::Multiple, Gate>
