@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace TC::Synchronization;
@@ -66,6 +67,77 @@ TEST_CASE("Stress: event ping-pong, tasks and threads", "[stress][event]")
     PingPong<AutoResetEvent_s>(rounds / 4, true);
     PingPong<AutoResetEvent>(rounds, false);
     PingPong<AutoResetEvent>(rounds / 4, true);
+}
+
+namespace
+{
+// As PingPong, but each party constructs the event it waits on, so every wait that suspends goes
+// through the creator's own slot and its re-check (SuspendableBase<Multiple>): the pinger is a
+// task, the ponger a thread or a second task.
+template <class Event>
+void CreatorPingPong(std::int64_t rounds, bool acrossThread)
+{
+    std::optional<Event> ping; // the ponger waits on it and constructs it
+    std::optional<Event> pong; // the pinger waits on it and constructs it
+    std::atomic<int> constructed{0};
+    TC::Scheduler scheduler(2u);
+    auto pinger = [&]
+    {
+        pong.emplace();
+        constructed.fetch_add(1);
+        while (constructed.load() < 2)
+            TC::YieldTask();
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ping->Set();
+            pong->Wait();
+            if constexpr (std::is_same_v<Event, ManualResetEvent>)
+                pong->Reset(); // before our next Set: the ponger sets it again only after that
+        }
+    };
+    auto ponger = [&]
+    {
+        ping.emplace();
+        constructed.fetch_add(1);
+        while (constructed.load() < 2)
+        {
+            if (TC::IsInsideTask())
+                TC::YieldTask();
+            else
+                std::this_thread::yield();
+        }
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ping->Wait();
+            if constexpr (std::is_same_v<Event, ManualResetEvent>)
+                ping->Reset();
+            pong->Set();
+        }
+    };
+    auto a = scheduler.Start(pinger);
+    if (acrossThread)
+    {
+        std::thread b(ponger);
+        a.Join();
+        b.join();
+    }
+    else
+    {
+        auto b = scheduler.Start(ponger);
+        a.Join();
+        b.Join();
+    }
+    CHECK_FALSE(ping->IsSuspended());
+    CHECK_FALSE(pong->IsSuspended());
+}
+} // namespace
+
+TEST_CASE("Stress: event ping-pong through the creators' own slots", "[stress][event]")
+{
+    const std::int64_t rounds = Scaled(100000);
+    CreatorPingPong<AutoResetEvent>(rounds, false);
+    CreatorPingPong<AutoResetEvent>(rounds / 4, true);
+    CreatorPingPong<ManualResetEvent>(rounds / 4, true);
 }
 
 TEST_CASE("Stress: AutoResetEvent as a token among many waiters", "[stress][event]")
