@@ -20,6 +20,26 @@ using namespace TC::SyncTests;
 
 namespace
 {
+// Runs `pinger` in a task of `scheduler` and `ponger` on a thread of its own (acrossThread) or in
+// a second task, and returns once both have.
+template <class Pinger, class Ponger>
+void RunPair(TC::Scheduler& scheduler, Pinger& pinger, Ponger& ponger, bool acrossThread)
+{
+    auto a = scheduler.Start(pinger);
+    if (acrossThread)
+    {
+        std::thread b(ponger);
+        a.Join();
+        b.join();
+    }
+    else
+    {
+        auto b = scheduler.Start(ponger);
+        a.Join();
+        b.Join();
+    }
+}
+
 // Two parties alternate through a pair of events `rounds` times: one in a task, one on a thread
 // (cross-thread wakes) or both in tasks.
 template <class Event>
@@ -44,19 +64,7 @@ void PingPong(std::int64_t rounds, bool acrossThread)
             pong.Set();
         }
     };
-    auto a = scheduler.Start(pinger);
-    if (acrossThread)
-    {
-        std::thread b(ponger);
-        a.Join();
-        b.join();
-    }
-    else
-    {
-        auto b = scheduler.Start(ponger);
-        a.Join();
-        b.Join();
-    }
+    RunPair(scheduler, pinger, ponger, acrossThread);
 }
 } // namespace
 
@@ -114,19 +122,7 @@ void CreatorPingPong(std::int64_t rounds, bool acrossThread)
             pong->Set();
         }
     };
-    auto a = scheduler.Start(pinger);
-    if (acrossThread)
-    {
-        std::thread b(ponger);
-        a.Join();
-        b.join();
-    }
-    else
-    {
-        auto b = scheduler.Start(ponger);
-        a.Join();
-        b.Join();
-    }
+    RunPair(scheduler, pinger, ponger, acrossThread);
     CHECK_FALSE(ping->IsSuspended());
     CHECK_FALSE(pong->IsSuspended());
 }
