@@ -54,7 +54,7 @@ private:
     // here usually finds no signal (skipping the peek made a ping-pong round trip 5% slower). The
     // peek is seq_cst: after the creator slot's exchange, nothing else orders it before the
     // Set it pairs with (a plain load on x86).
-    bool Recheck() noexcept { return signaled_.load() && signaled_.exchange(false); }
+    bool Recheck() noexcept { return signaled_.load() && TryWait(); }
 
     // A waiter's re-check took the signal: hand it to one suspended waiter (maybe that same
     // one); if another resumer emptied the stack meanwhile, the signal goes back.

@@ -191,10 +191,10 @@ public:
     // A snapshot: true if a waiter was published at the moment of the loads.
     bool IsSuspended() const noexcept
     {
-        // The stack's head load is only acquire: the fence orders it after the caller's state
-        // change, the other half of the publisher's push-fence-recheck.
+        // The fence orders the loads after the caller's state change, whatever its ordering: the
+        // other half of the publisher's push-fence-recheck.
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        return !waiters_.IsEmpty() || creatorWaiter_.load() != nullptr;
+        return IsSuspendedAfterSeqCstChange();
     }
 
 protected:
