@@ -151,15 +151,25 @@ void FinishForJoiner(Task* task, const char* detachedFailure) noexcept
     OnContextStarted();
     auto* task = static_cast<Task*>(argument);
     AfterSwitchIn(*static_cast<Worker*>(worker));
-    try
+    for (;;)
     {
-        task->body->invoke(task->callable);
+        try
+        {
+            task->body->invoke(task->callable);
+        }
+        catch (...)
+        {
+            task->error = std::current_exception();
+        }
+        FinishForJoiner(task, "ended with an exception");
+        // The next task of this worker that has never run starts right here, on this stack:
+        // no stack to take or give back, no context to make, no switch.
+        Worker& current = *CurrentThread().worker;
+        Task* next = current.core->StartOnFinishedStack(current, task);
+        if (!next)
+            break;
+        task = next;
     }
-    catch (...)
-    {
-        task->error = std::current_exception();
-    }
-    FinishForJoiner(task, "ended with an exception");
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Finish);
     __builtin_unreachable();
 }
@@ -983,6 +993,34 @@ void SchedulerCore::Launch(Task* task)
         FreeUnstartedTask(task);
         throw;
     }
+}
+
+Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexcept
+{
+    // Only where a finished task would switch straight to the next one anyway (a host pump
+    // returns to its loop between tasks to check its budget), and only a stack this core would
+    // have handed the next task itself: its own allocator and guard, the callable not on it.
+    if (!worker.directSwitch || finished->scheduler != this || finished->stack.allocator != allocator
+        || finished->stack.guard != options.stackGuard
+        || finished->callable != reinterpret_cast<unsigned char*>(finished) + kTaskBytes)
+        return nullptr;
+    Task* next = TryDequeueFreshTask(worker, finished->stack.size);
+    if (!next)
+        return nullptr;
+    CheckCanary(finished);
+    if (taskHooks)
+        CallTaskHook(options.hooks.taskLeave, finished);
+    // The running context changes hands with its stack: the next switch away saves into it, and
+    // the sanitizers' description of the stack (and ThreadSanitizer's fiber) stays true.
+    next->stack = std::exchange(finished->stack, StackMemory{});
+    next->context = std::exchange(finished->context, ExecutionContext{});
+    next->contextReady = true;
+    worker.current = next;
+    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
+    ReleaseTaskReference(finished);
+    if (taskHooks)
+        CallTaskHook(options.hooks.taskEnter, next);
+    return next;
 }
 
 void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept

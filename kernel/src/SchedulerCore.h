@@ -122,6 +122,28 @@ public:
         }
         return nullptr;
     }
+    // TryDequeueLocalTask's pick, taken only when it is a task that has never run and wants a
+    // stack of `stackSize` (StartOnFinishedStack); anything else stays queued for the switch.
+    Task* TryDequeueFreshTask(Worker& worker, std::size_t stackSize) noexcept
+    {
+        if (worker.fairnessCountdown <= 1 || worker.preferShared)
+            return nullptr;
+        for (LocalQueue& queue : worker.local)
+        {
+            const std::uintptr_t item = queue.Front();
+            if (item == 0)
+                continue;
+            if (item & kCoroutineTag)
+                return nullptr;
+            auto* task = reinterpret_cast<Task*>(item);
+            if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
+                return nullptr;
+            queue.Pop();
+            --worker.fairnessCountdown;
+            return task;
+        }
+        return nullptr;
+    }
     bool HasQueuedWork(Priority lowest) const noexcept;
     std::size_t QueuedApprox(const Worker* worker, Priority lowest) const noexcept;
 
@@ -157,6 +179,11 @@ public:
     // Its stack goes back now (to `worker`'s cache, the calling thread's), the block when
     // unreferenced.
     void FinishTask(Task* task, Worker* worker) noexcept;
+    // At the end of `finished` (its joiner told), on its stack: when this worker's next task has
+    // never run, that task takes over the stack and the running context and is returned, to be
+    // run by the caller in place -- `finished` is then released as FinishTask would. nullptr:
+    // `finished` switches away as usual.
+    Task* StartOnFinishedStack(Worker& worker, Task* finished) noexcept;
     void FreeTask(Task* task) noexcept; // the last reference is gone
 
     void Shutdown();

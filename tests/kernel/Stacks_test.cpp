@@ -7,7 +7,11 @@
 
 #include <TC/Core.h>
 
+#include <algorithm>
 #include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
 #include <csignal>
 #include <cstring>
 #include <sys/resource.h>
@@ -50,6 +54,26 @@ struct Gate final : ISuspendCallback
     return depth > 0 ? Recurse(frame, depth + 1) + frame[1] : 0;
 }
 
+struct CountingStacks final : IStackAllocator
+{
+    std::atomic<int> allocated{0};
+    std::atomic<int> released{0};
+    void* Allocate(std::size_t size, StackGuard guard) override
+    {
+        ++allocated;
+        return DefaultStackAllocator().Allocate(size, guard);
+    }
+    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
+    {
+        ++released;
+        DefaultStackAllocator().Deallocate(base, size, guard);
+    }
+};
+
+[[gnu::noinline]] std::uintptr_t HereOnTheStack()
+{
+    return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+}
 long ResidentKilobytes()
 {
     rusage usage{};
@@ -151,21 +175,7 @@ TEST_CASE("A callable too large for its stack is refused with an exception")
 
 TEST_CASE("A custom stack allocator is used and every stack is given back")
 {
-    struct Counting final : IStackAllocator
-    {
-        std::atomic<int> allocated{0};
-        std::atomic<int> released{0};
-        void* Allocate(std::size_t size, StackGuard guard) override
-        {
-            ++allocated;
-            return DefaultStackAllocator().Allocate(size, guard);
-        }
-        void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
-        {
-            ++released;
-            DefaultStackAllocator().Deallocate(base, size, guard);
-        }
-    } counting;
+    CountingStacks counting;
     {
         SchedulerOptions options;
         options.workerCount = 2;
@@ -183,6 +193,141 @@ TEST_CASE("A custom stack allocator is used and every stack is given back")
         REQUIRE(counting.allocated <= 150);
     }
     REQUIRE(counting.released == counting.allocated);
+}
+
+TEST_CASE("A task that has never run starts on the stack of the task that ended before it")
+{
+    CountingStacks counting;
+    constexpr int kChildren = 100;
+    std::vector<std::uintptr_t> where(kChildren);
+    std::vector<TaskHandle> who(kChildren);
+    std::atomic<int> entered{0};
+    std::atomic<int> left{0};
+    std::vector<std::string> order;
+    {
+        SchedulerOptions options;
+        options.workerCount = 1;
+        options.stackAllocator = &counting;
+        options.hooks.taskEnter = [&](TaskHandle, const char* name)
+        {
+            ++entered;
+            order.push_back(std::string("enter ") + name);
+        };
+        options.hooks.taskLeave = [&](TaskHandle, const char* name)
+        {
+            ++left;
+            order.push_back(std::string("leave ") + name);
+        };
+        Scheduler scheduler(options);
+        scheduler
+            .Start(
+                [&]
+                {
+                    std::vector<JoinHandle> children;
+                    for (int i = 0; i < kChildren; ++i)
+                        children.push_back(scheduler.Start(
+                            [&, i]
+                            {
+                                where[static_cast<std::size_t>(i)] = HereOnTheStack();
+                                who[static_cast<std::size_t>(i)] = GetCurrentTask();
+                                if (i == 1)
+                                    throw std::runtime_error("child 1");
+                            },
+                            {.name = "child"}));
+                    for (int i = 0; i < kChildren; ++i)
+                    {
+                        if (i == 1)
+                            REQUIRE_THROWS_WITH(children[1].Join(), "child 1");
+                        else
+                            children[static_cast<std::size_t>(i)].Join();
+                    }
+                },
+                {.name = "driver"})
+            .Join();
+    }
+    // The driver's stack, and one that every child ran on in turn (without the hand-over: two
+    // alternating, since a task takes its stack before the one it follows gives its stack back).
+    REQUIRE(counting.allocated == 2);
+    REQUIRE(counting.released == counting.allocated);
+    const auto [lowest, highest] = std::minmax_element(where.begin(), where.end());
+    REQUIRE(*highest - *lowest < StackSize::Medium);
+    for (int i = 1; i < kChildren; ++i)
+        REQUIRE(who[static_cast<std::size_t>(i)] != who[static_cast<std::size_t>(i - 1)]);
+    // Matched pairs, each child's leave before the next child's enter.
+    REQUIRE(entered == left);
+    REQUIRE(entered == kChildren + 2); // the driver runs again after its first Join
+    for (std::size_t i = 0; i + 1 < order.size(); ++i)
+        if (order[i].starts_with("enter child"))
+            REQUIRE(order[i + 1] == "leave child");
+}
+
+TEST_CASE("A task that wants another stack size does not start on the one that ended")
+{
+    CountingStacks counting;
+    std::atomic<int> done{0};
+    {
+        SchedulerOptions options;
+        options.workerCount = 1;
+        options.stackAllocator = &counting;
+        Scheduler scheduler(options);
+        scheduler
+            .Start(
+                [&]
+                {
+                    auto small = [&] { ++done; };
+                    auto big = [&]
+                    {
+                        // Far past the default stack: on the one before it, this hits its guard page.
+                        volatile char bytes[512 * 1024];
+                        std::memset(const_cast<char*>(bytes), 1, sizeof bytes);
+                        done += bytes[4321];
+                    };
+                    JoinHandle first = scheduler.Start(small);
+                    JoinHandle second = scheduler.Start(big, {.stackSize = 1024 * 1024});
+                    JoinHandle third = scheduler.Start(small);
+                    first.Join();
+                    second.Join();
+                    third.Join();
+                })
+            .Join();
+    }
+    REQUIRE(done == 3);
+    // The driver's, the first task's (which the third one takes from the pool) and the large one.
+    REQUIRE(counting.allocated == 3);
+    REQUIRE(counting.released == counting.allocated);
+}
+
+TEST_CASE("A task started on a finished task's stack can suspend and resume elsewhere")
+{
+    Scheduler scheduler(2);
+    Gate gate;
+    std::atomic<int> resumed{0};
+    constexpr int kTasks = 200;
+    std::vector<JoinHandle> tasks;
+    scheduler
+        .Start(
+            [&]
+            {
+                for (int i = 0; i < kTasks; ++i)
+                    tasks.push_back(scheduler.Start(
+                        [&, i]
+                        {
+                            if (i % 2 == 0)
+                                return; // the odd one after it starts on this stack
+                            SuspendTask(&gate);
+                            ++resumed;
+                        }));
+            })
+        .Join();
+    while (resumed.load() < kTasks / 2)
+    {
+        gate.OpenAll();
+        std::this_thread::yield();
+    }
+    for (JoinHandle& task : tasks)
+        task.Join();
+    REQUIRE(resumed == kTasks / 2);
+    REQUIRE(gate.suspended == kTasks / 2);
 }
 
 TEST_CASE("ConcurrentStack: pushes and pops from many threads lose nothing")

@@ -173,6 +173,9 @@ public:
     // a failure to get it throws here). When no stack can be had as the task is about to run,
     // the task ends without running its callable (which is destroyed) and Join rethrows the
     // allocator's exception; a detached task terminates the process with a message naming it.
+    // On a scheduler with workers, a task that ends hands its stack straight to the next task
+    // its worker would run, when that one has never run and wants a stack of the same size:
+    // it starts there without a switch (taskLeave and taskEnter are still called, in order).
     template <class F>
     JoinHandle Start(F&& callable, TaskOptions options = {})
     {
