@@ -133,17 +133,23 @@ void ClearOldRedzones([[maybe_unused]] const StackMemory& stack) noexcept
 #endif
 }
 
-// The end of a task as its JoinHandle sees it, whether the callable ran or not: the callable is
-// destroyed, the join word says finished, and a waiting joiner is resumed -- or, for a detached
-// task that failed, the process ends saying how (`detachedFailure`).
-void FinishForJoiner(Task* task, const char* detachedFailure) noexcept
+// The end of a task as its JoinHandle sees it, whether the callable ran or not, once nothing
+// uses the task's block any more (its callable destroyed, its stack and context given up): the
+// join word says finished and a waiting joiner is resumed. The join word also decides who frees
+// the block: from this exchange on the handle does -- unless it let go before (detached), and
+// then this does, first ending the process, saying how (`detachedFailure`), if the task failed.
+// acq_rel: the task's writes (its error) reach the handle; a Detach's reach us.
+void EndForJoiner(Task* task, const char* detachedFailure) noexcept
 {
-    task->body->destroy(task->callable);
     const std::uintptr_t previous = task->join.exchange(kJoinFinished, std::memory_order_acq_rel);
-    if (previous == kJoinDetached && task->error)
-        DetachedTaskFailed(task, detachedFailure);
-    if (previous != kJoinRunning && previous != kJoinDetached)
-        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+    if (previous == kJoinDetached)
+    {
+        if (task->error)
+            DetachedTaskFailed(task, detachedFailure);
+        task->scheduler->FreeTask(task);
+    }
+    else if (previous != kJoinRunning)
+        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous))); // it frees
 }
 
 [[noreturn]] void TaskMain(void* argument, void* worker)
@@ -161,7 +167,7 @@ void FinishForJoiner(Task* task, const char* detachedFailure) noexcept
         {
             task->error = std::current_exception();
         }
-        FinishForJoiner(task, "ended with an exception");
+        task->body->destroy(task->callable);
         // The next task of this worker that has never run starts right here, on this stack:
         // no stack to take or give back, no context to make, no switch.
         Worker& current = *CurrentThread().worker;
@@ -253,14 +259,11 @@ SchedulerCore::~SchedulerCore()
     for (auto& [size, stacks] : stackPool_)
         for (StackMemory& stack : stacks)
             stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
-    auto freeBlocks = [](FreeTaskBlock* block)
-    {
-        while (block)
-            ::operator delete(std::exchange(block, block->next), std::align_val_t(kTaskBlockAlign));
-    };
+    // Every block was freed before the count that deletes this core reached zero (Orphan);
+    // these are empty unless the constructor failed.
     for (auto& worker : workers_)
-        freeBlocks(worker->blockCache);
-    freeBlocks(blockPool_);
+        FreeBlocks(worker->blockCache);
+    FreeBlocks(blockPool_);
 }
 
 void SchedulerCore::Shutdown()
@@ -818,7 +821,9 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
             return block;
         }
     }
-    return ::operator new(kTaskBlockSize, std::align_val_t(kTaskBlockAlign));
+    void* block = ::operator new(kTaskBlockSize, std::align_val_t(kTaskBlockAlign));
+    blocks.fetch_add(1, std::memory_order_relaxed); // this core cannot go: its Scheduler counts
+    return block;
 }
 
 void SchedulerCore::ReturnBlock(void* memory, bool toWorker) noexcept
@@ -854,7 +859,7 @@ void SchedulerCore::ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexce
     {
         std::lock_guard lock(blockLock_);
         const std::size_t pooled = blockPoolCount_.load(std::memory_order_relaxed);
-        if (pooled + count <= kBlockPoolLimit)
+        if (!orphaned_ && pooled + count <= kBlockPoolLimit)
         {
             last->next = blockPool_;
             blockPool_ = first;
@@ -862,9 +867,38 @@ void SchedulerCore::ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexce
             return;
         }
     }
+    // Past the pool's limit, or the Scheduler is gone: freed, and the last block frees the core.
     last->next = nullptr;
-    while (first)
-        ::operator delete(std::exchange(first, first->next), std::align_val_t(kTaskBlockAlign));
+    if (DropBlocks(FreeBlocks(first)))
+        delete this;
+}
+
+std::uint64_t SchedulerCore::FreeBlocks(FreeTaskBlock* block) noexcept
+{
+    std::uint64_t count = 0;
+    for (; block; ++count)
+        ::operator delete(std::exchange(block, block->next), std::align_val_t(kTaskBlockAlign));
+    return count;
+}
+
+bool SchedulerCore::Orphan() noexcept
+{
+    // After Shutdown: no worker runs any more, so their caches are ours to empty; a JoinHandle
+    // released from now on frees its block (ReturnBlockSlow) instead of pooling it.
+    FreeTaskBlock* pooled = nullptr;
+    {
+        std::lock_guard lock(blockLock_);
+        orphaned_ = true;
+        pooled = std::exchange(blockPool_, nullptr);
+        blockPoolCount_.store(0, std::memory_order_relaxed);
+    }
+    std::uint64_t freed = FreeBlocks(pooled);
+    for (auto& worker : workers_)
+    {
+        freed += FreeBlocks(std::exchange(worker->blockCache, nullptr));
+        worker->blockCacheCount = 0;
+    }
+    return DropBlocks(freed + 1); // and the Scheduler's own count
 }
 
 Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
@@ -937,7 +971,7 @@ bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
         catch (...)
         {
             task->error = std::current_exception();
-            EndUnrun(task);
+            EndUnrun(task, worker);
             return false;
         }
         ClearOldRedzones(task->stack); // a stack taken at Start was cleared then
@@ -960,12 +994,12 @@ bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
     return true;
 }
 
-void SchedulerCore::EndUnrun(Task* task) noexcept
+void SchedulerCore::EndUnrun(Task* task, Worker* worker) noexcept
 {
     // As the end of TaskMain and FinishTask, for a task that never ran (task->error is set).
-    FinishForJoiner(task, "could not run: no stack could be allocated for it");
-    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
-    ReleaseTaskReference(task);
+    task->body->destroy(task->callable);
+    CountEnd(worker);
+    EndForJoiner(task, "could not run: no stack could be allocated for it");
 }
 
 void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
@@ -979,16 +1013,16 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
 
 void SchedulerCore::Launch(Task* task)
 {
-    // One RMW for both counts. relaxed: the enqueue publishes the task.
-    counts.fetch_add(kOneLive | kOneBlock, std::memory_order_relaxed);
+    Worker* worker = CurrentThread().worker;
+    CountStart(worker); // before the enqueue publishes the task, so before its end is counted
     try
     {
-        Enqueue(reinterpret_cast<std::uintptr_t>(task), task->priority);
+        EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority);
     }
     catch (...)
     {
         // Nothing was queued: the start fails as a whole and the caller gets the exception.
-        counts.fetch_sub(kOneLive | kOneBlock, std::memory_order_relaxed);
+        CountEnd(worker);
         task->body->destroy(task->callable);
         FreeUnstartedTask(task);
         throw;
@@ -1016,8 +1050,8 @@ Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexce
     next->context = std::exchange(finished->context, ExecutionContext{});
     next->contextReady = true;
     worker.current = next;
-    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
-    ReleaseTaskReference(finished);
+    CountEnd(&worker);
+    EndForJoiner(finished, "ended with an exception"); // the last use of `finished`
     if (taskHooks)
         CallTaskHook(options.hooks.taskEnter, next);
     return next;
@@ -1025,43 +1059,49 @@ Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexce
 
 void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept
 {
-    // The task switched away for good: its stack is free now, whoever still holds the block.
+    // The task switched away for good: its stack is free now, and then its block.
     DestroyContext(task->context);
     ReturnStack(std::exchange(task->stack, StackMemory{}), worker);
-    counts.fetch_sub(kOneLive, std::memory_order_acq_rel);
-    ReleaseTaskReference(task);
+    CountEnd(worker);
+    EndForJoiner(task, "ended with an exception"); // the last use of `task`
 }
 
-void ReleaseTaskReference(Task* task) noexcept
+void SchedulerCore::CountStart(Worker* worker) noexcept
 {
-    // Read the scheduler only once the last reference is ours: until the task has finished,
-    // MoveCurrentTaskTo may still change it.
-    if (task->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        task->scheduler->FreeTask(task);
-}
-
-namespace
-{
-// The JoinHandle's release. A count of 1 seen here means the task has already dropped its own
-// reference (it has ended) and nobody else can change the count: the task is ours to free
-// without a read-modify-write. acquire: pairs with the task's release decrement.
-void ReleaseHandleReference(Task* task) noexcept
-{
-    if (task->references.load(std::memory_order_acquire) == 1)
-        task->scheduler->FreeTask(task);
+    if (worker && worker->core == this) [[likely]]
+        worker->started.store(worker->started.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     else
-        ReleaseTaskReference(task);
+        startedElsewhere.fetch_add(1, std::memory_order_release);
 }
-} // namespace
+
+void SchedulerCore::CountEnd(Worker* worker) noexcept
+{
+    if (worker && worker->core == this) [[likely]]
+        worker->ended.store(worker->ended.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    else
+        endedElsewhere.fetch_add(1, std::memory_order_release);
+}
+
+std::size_t SchedulerCore::Live() const noexcept
+{
+    // Every end before any start: each end read here happened after its task's start was
+    // counted (the start is counted before the task is queued), so the starts read next include
+    // it -- the difference never goes below zero, and is zero only if no task lived at some
+    // moment during the call.
+    std::uint64_t ended = endedElsewhere.load(std::memory_order_acquire);
+    for (const auto& worker : workers_)
+        ended += worker->ended.load(std::memory_order_acquire);
+    std::uint64_t started = startedElsewhere.load(std::memory_order_acquire);
+    for (const auto& worker : workers_)
+        started += worker->started.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(started - ended);
+}
 
 void SchedulerCore::FreeTask(Task* task) noexcept
 {
     const bool toWorker = task->blockFromWorker;
     task->~Task();
-    ReturnBlock(task, toWorker);
-    // The Scheduler holds one count of its own (see ~Scheduler): zero means it is gone too.
-    if (DropCounts(kOneBlock))
-        delete this;
+    ReturnBlock(task, toWorker); // may delete this core (the Scheduler is gone: ReturnBlockSlow)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1130,7 +1170,7 @@ Scheduler::~Scheduler()
     // The core holds one count for this object: JoinHandles still holding finished tasks keep it
     // alive, and whoever drops the last count (here, or the last handle's release) deletes it.
     SchedulerCore* core = core_.release();
-    if (core->DropCounts(SchedulerCore::kOneBlock))
+    if (core->Orphan())
         delete core;
 }
 
@@ -1269,9 +1309,10 @@ void JoinHandle::Join()
         } callback(task);
         SuspendTask(&callback);
     }
+    // Finished: the block is ours to free (EndForJoiner).
     std::exception_ptr error = std::move(task->error);
     task_ = nullptr;
-    ReleaseHandleReference(task);
+    task->scheduler->FreeTask(task);
     if (error)
         std::rethrow_exception(error);
 }
@@ -1282,14 +1323,13 @@ void JoinHandle::Detach() noexcept
     if (!task)
         return;
     std::uintptr_t expected = kJoinRunning;
-    if (!task->join.compare_exchange_strong(expected, kJoinDetached, std::memory_order_acq_rel,
-                                            std::memory_order_acquire))
-    {
-        // Already finished: nobody will see what it threw.
-        if (task->error)
-            DetachedTaskFailed(task);
-    }
-    ReleaseHandleReference(task);
+    if (task->join.compare_exchange_strong(expected, kJoinDetached, std::memory_order_acq_rel,
+                                           std::memory_order_acquire))
+        return; // the task frees its block when it ends (EndForJoiner)
+    // Already finished: nobody will see what it threw, and the block is ours to free.
+    if (task->error)
+        DetachedTaskFailed(task);
+    task->scheduler->FreeTask(task);
 }
 
 bool JoinHandle::IsFinished() const noexcept
@@ -1320,13 +1360,15 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
         YieldTask();
         return;
     }
-    // The task now belongs to the destination: its live count, its queues, its stack pool.
-    destination->counts.fetch_add(SchedulerCore::kOneLive | SchedulerCore::kOneBlock,
-                                  std::memory_order_relaxed);
+    // The task now belongs to the destination: its live count, its queues, its stack pool, and
+    // its block (which goes back to the destination's pool).
+    destination->startedElsewhere.fetch_add(1, std::memory_order_release);
+    destination->blocks.fetch_add(1, std::memory_order_relaxed);
     SchedulerCore* source = task->scheduler;
     task->scheduler = destination;
     task->priority = priority;
-    if (source->DropCounts(SchedulerCore::kOneLive | SchedulerCore::kOneBlock))
+    source->endedElsewhere.fetch_add(1, std::memory_order_release);
+    if (source->DropBlocks(1))
         delete source; // its Scheduler is gone already (it held a count of its own)
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, destination);
 }

@@ -60,6 +60,11 @@ struct Worker
     std::vector<StackMemory> stackCache; // default-size stacks released on this worker
     FreeTaskBlock* blockCache = nullptr;  // task blocks freed on this worker
     std::size_t blockCacheCount = 0;
+    // This core's tasks started and ended on the thread running this worker: written by that
+    // thread alone (a load and a release store, no read-modify-write), read by Live(). Their
+    // own line: wakers write `word`.
+    alignas(64) std::atomic<std::uint64_t> started{0};
+    std::atomic<std::uint64_t> ended{0};
     std::thread thread;
 };
 
@@ -176,36 +181,41 @@ public:
     {
         return task->contextReady || BindStack(task, worker);
     }
-    // Its stack goes back now (to `worker`'s cache, the calling thread's), the block when
-    // unreferenced.
+    // After its last switch: its stack goes back (to `worker`'s cache, the calling thread's),
+    // and it ends for its joiner (EndForJoiner), which may free its block.
     void FinishTask(Task* task, Worker* worker) noexcept;
-    // At the end of `finished` (its joiner told), on its stack: when this worker's next task has
-    // never run, that task takes over the stack and the running context and is returned, to be
-    // run by the caller in place -- `finished` is then released as FinishTask would. nullptr:
-    // `finished` switches away as usual.
+    // Live tasks, counted as monotonic starts and ends: on `worker` when it is the calling
+    // thread's worker of this core, else in startedElsewhere/endedElsewhere.
+    void CountStart(Worker* worker) noexcept;
+    void CountEnd(Worker* worker) noexcept;
+    // At the end of `finished` (its callable destroyed), on its stack: when this worker's next
+    // task has never run, that task takes over the stack and the running context and is
+    // returned, to be run by the caller in place -- `finished` is then ended as FinishTask
+    // would. nullptr: `finished` switches away as usual.
     Task* StartOnFinishedStack(Worker& worker, Task* finished) noexcept;
-    void FreeTask(Task* task) noexcept; // the last reference is gone
+    void FreeTask(Task* task) noexcept; // its block's owner lets go (EndForJoiner says who)
 
     void Shutdown();
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
-    // Two counts in one word, so that a start is one read-modify-write on a line both workers
-    // write: tasks started and not finished (low half), and task blocks not yet freed (held by a
-    // task or a handle) plus one for the Scheduler object (high half) -- whoever drops the high
-    // half to zero deletes this core. (A separate "orphaned" flag let a handle's release and
-    // ~Scheduler both see the other's write and both delete.) Each half counts up to 2^32 - 1.
-    static constexpr std::uint64_t kOneLive = 1;
-    static constexpr std::uint64_t kOneBlock = std::uint64_t{1} << 32;
-    std::atomic<std::uint64_t> counts{kOneBlock};
-    std::size_t Live() const noexcept
+    // Starts and ends of tasks not counted on a worker of this core (from outside, moves).
+    std::atomic<std::uint64_t> startedElsewhere{0};
+    std::atomic<std::uint64_t> endedElsewhere{0};
+    // Tasks started and not ended; exact once nothing starts or ends (see there).
+    std::size_t Live() const noexcept;
+    // Task blocks in existence -- held by a task or a JoinHandle, or free in a cache or the pool
+    // -- plus one for the Scheduler object; whoever drops it to zero deletes this core. A block is
+    // counted when it is made and when it is deleted, never as it is used, so a start and a free
+    // through the caches touch no shared line.
+    std::atomic<std::uint64_t> blocks{1};
+    // True when that was the last count.
+    bool DropBlocks(std::uint64_t count) noexcept
     {
-        return static_cast<std::size_t>(counts.load(std::memory_order_acquire) & 0xffff'ffffu);
+        return count != 0 && blocks.fetch_sub(count, std::memory_order_acq_rel) == count;
     }
-    // Drops `amount` (which includes kOneBlock); true when that was the last block count.
-    bool DropCounts(std::uint64_t amount) noexcept
-    {
-        return (counts.fetch_sub(amount, std::memory_order_acq_rel) >> 32) == 1;
-    }
+    // ~Scheduler, after Shutdown: frees every pooled and cached block and drops the Scheduler's
+    // count; true when this core is to be deleted now (no JoinHandle holds a block).
+    bool Orphan() noexcept;
 
 private:
     // `worker`: the calling thread's (nullptr outside a worker); its cache is used when it is ours.
@@ -216,8 +226,9 @@ private:
     void* TakeBlockSlow(Worker* worker);
     inline void ReturnBlock(void* block, bool toWorker) noexcept;
     void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;
+    static std::uint64_t FreeBlocks(FreeTaskBlock* block) noexcept; // how many it freed
     [[gnu::noinline]] bool BindStack(Task* task, Worker* worker) noexcept;
-    void EndUnrun(Task* task) noexcept;
+    void EndUnrun(Task* task, Worker* worker) noexcept;
     void Idle(Worker& worker);
 
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
@@ -241,6 +252,7 @@ private:
     SpinLock blockLock_; // task blocks freed off this core's workers (up to kBlockPoolLimit)
     FreeTaskBlock* blockPool_ = nullptr;
     std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it
+    bool orphaned_ = false; // under blockLock_: the Scheduler is gone, blocks are freed, not pooled
 };
 
 // Switches the running task away; `action` tells the next context what to do for it. Returns
@@ -261,9 +273,6 @@ inline void AfterSwitchIn(Worker& worker) noexcept
     else if (worker.post != PostSwitch::None)
         worker.core->RunPostSwitch(worker, *worker.threadState);
 }
-
-// Drops one of a task's two references (its own, its JoinHandle's); the last frees it.
-void ReleaseTaskReference(Task* task) noexcept;
 
 // The task running on this thread, or nullptr.
 Task* CurrentTask() noexcept;

@@ -41,12 +41,11 @@ struct Task : TaskIdentity
     StackMemory stack; // the size is set at Start; the memory is taken when the task first runs
     const char* name = "task";
     Priority priority = Priority::Normal;
-    // Two owners: the task itself (until its stack is no longer in use) and its JoinHandle.
-    std::atomic<std::uint32_t> references{2};
-    // kJoinRunning, kJoinFinished, or the entry of the task/thread waiting in Join.
+    // kJoinRunning, kJoinFinished, kJoinDetached, or the entry of the task/thread waiting in
+    // Join. It also decides who frees the block: whichever of the task's end and the handle's
+    // release comes second (EndForJoiner, JoinHandle::Join and Detach).
     std::atomic<std::uintptr_t> join{kJoinRunning};
     std::exception_ptr error;
-    bool detached = false; // set once the JoinHandle let go before the task finished
     bool contextReady = false; // it has a stack and a context: it has run, or can be switched to
     bool blockFromWorker = false; // started on one of its scheduler's workers (where the block goes back)
 };

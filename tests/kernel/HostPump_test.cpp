@@ -220,6 +220,9 @@ TEST_CASE("MoveCurrentTaskTo runs the rest of a task on the host and back on the
         REQUIRE(Scheduler::Current() == &workers);
     });
     task.Join(); // the host pumps while it waits: the middle part runs here
+    // Each scheduler counted the task while it was theirs, and neither counts it now.
+    REQUIRE(host.LiveTasks() == 0);
+    REQUIRE(workers.LiveTasks() == 0);
     REQUIRE(seen.size() == 3);
     REQUIRE(seen[0] != hostThread);
     REQUIRE(seen[1] == hostThread);

@@ -7,9 +7,12 @@
 
 #include <TC/Core.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -32,6 +35,32 @@ struct ProbeCallback final : ISuspendCallback
         ++calls;
         seenTask = GetCurrentTask();
         handle.store(task);
+    }
+};
+// Tasks wait here until OpenAll; counts how many wait.
+struct ProbeGate final : ISuspendCallback
+{
+    std::mutex lock;
+    std::vector<SuspendedTask> waiting;
+    std::atomic<int> count{0};
+
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        std::lock_guard guard(lock);
+        waiting.push_back(task);
+        ++count;
+    }
+    void Wait() { SuspendTask(this); }
+    int Waiting() const { return count.load(); }
+    void OpenAll()
+    {
+        std::vector<SuspendedTask> resumed;
+        {
+            std::lock_guard guard(lock);
+            resumed.swap(waiting);
+        }
+        for (SuspendedTask task : resumed)
+            ResumeTask(task);
     }
 };
 } // namespace
@@ -224,6 +253,84 @@ TEST_CASE("A JoinHandle released on another thread while its Scheduler is destro
         scheduler.reset();
         releaser.join();
     }
+}
+
+TEST_CASE("LiveTasks counts tasks started from anywhere, exactly once nothing moves")
+{
+    Scheduler scheduler(2);
+    ProbeGate gate;
+    std::vector<JoinHandle> outer;
+    std::mutex innerLock;
+    std::vector<JoinHandle> inner;
+    for (int i = 0; i < 10; ++i) // started from this thread; each starts one from its worker
+        outer.push_back(scheduler.Start(
+            [&]
+            {
+                JoinHandle child = scheduler.Start([&] { gate.Wait(); });
+                {
+                    std::lock_guard lock(innerLock);
+                    inner.push_back(std::move(child));
+                }
+                gate.Wait();
+            }));
+    while (gate.Waiting() < 20)
+        std::this_thread::yield();
+    REQUIRE(scheduler.LiveTasks() == 20);
+    struct ThrowsWhenMoved
+    {
+        ThrowsWhenMoved() = default;
+        ThrowsWhenMoved(ThrowsWhenMoved&&) { throw std::runtime_error("no move"); }
+        void operator()() const {}
+    };
+    REQUIRE_THROWS_AS(scheduler.Start(ThrowsWhenMoved{}), std::runtime_error);
+    REQUIRE(scheduler.LiveTasks() == 20); // a start that failed is not counted
+    gate.OpenAll();
+    for (JoinHandle& handle : outer)
+        handle.Join();
+    for (JoinHandle& handle : inner)
+        handle.Join();
+    REQUIRE(scheduler.LiveTasks() == 0); // a task is uncounted before its Join returns
+}
+
+TEST_CASE("LiveTasks never reads zero, nor wraps, while a relay of tasks is running")
+{
+    // Each task starts the next and ends: one or two live at any moment, the starts and ends
+    // counted on both workers' counters. A reader that summed the starts before the ends could
+    // miss a start whose end it then counts, and read zero or wrap below it.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    const int relay = 20000;
+#else
+    const int relay = 200000;
+#endif
+    Scheduler scheduler(2);
+    std::atomic<int> left{relay};
+    std::atomic<bool> done{false};
+    std::function<void()> leg;
+    leg = [&]
+    {
+        if (left.fetch_sub(1) > 1)
+            scheduler.Start(leg).Detach();
+        else
+            done = true;
+    };
+    std::size_t zeroes = 0;
+    std::size_t largest = 0;
+    std::size_t reads = 0;
+    scheduler.Start(leg).Detach();
+    while (!done.load())
+    {
+        const std::size_t live = scheduler.LiveTasks();
+        ++reads;
+        zeroes += live == 0 && !done.load() ? 1 : 0;
+        largest = std::max(largest, live);
+    }
+    CAPTURE(reads);
+    REQUIRE(zeroes == 0);
+    // A read may overcount by the starts made while it reads (a reader descheduled between its
+    // two passes sees thousands), never past all of them; a wrapped difference is near 2^64.
+    REQUIRE(largest <= static_cast<std::size_t>(relay));
+    while (scheduler.LiveTasks() != 0)
+        std::this_thread::yield();
 }
 
 TEST_CASE("Resumes made from one outside thread start in that order on a one-worker scheduler")

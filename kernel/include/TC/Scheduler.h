@@ -233,7 +233,10 @@ public:
 
     unsigned WorkerCount() const noexcept;
     const std::string& Name() const noexcept;
-    // Tasks started and not yet finished (suspended, queued or running).
+    // Tasks started and not yet finished (suspended, queued or running). Exact while no task
+    // starts or ends; while they do, never zero unless at some moment during the call no task
+    // lived, and possibly more than ever lived at once (the starts made while it reads count).
+    // A task no longer counts by the time its Join returns.
     std::size_t LiveTasks() const noexcept;
 
     // The scheduler running the calling task or pumping work on this thread, or nullptr.
