@@ -255,6 +255,22 @@ private:
     bool orphaned_ = false; // under blockLock_: the Scheduler is gone, blocks are freed, not pooled
 };
 
+inline void SchedulerCore::CountStart(Worker* worker) noexcept
+{
+    if (worker && worker->core == this) [[likely]]
+        worker->started.store(worker->started.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    else
+        startedElsewhere.fetch_add(1, std::memory_order_release);
+}
+
+inline void SchedulerCore::CountEnd(Worker* worker) noexcept
+{
+    if (worker && worker->core == this) [[likely]]
+        worker->ended.store(worker->ended.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    else
+        endedElsewhere.fetch_add(1, std::memory_order_release);
+}
+
 // Switches the running task away; `action` tells the next context what to do for it. Returns
 // when the task runs again (possibly on another thread).
 void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* target = nullptr) noexcept;
