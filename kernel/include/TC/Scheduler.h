@@ -109,6 +109,10 @@ struct PumpResult
 // Owns the right to join one task. Join waits (from a task, a converted thread or the host)
 // and rethrows what escaped the task. Destroying a joinable handle detaches the task; a detached
 // task whose callable throws terminates the process with a message naming the task.
+// Lifetime: the handle and the task share the task's block; whichever of the task's end and the
+// handle's release (Join, Detach, destruction) comes second frees it. A handle may outlive its
+// Scheduler (whose destructor waits for every task to end): joining or dropping it afterwards
+// is fine, and the last such release frees what is left of the scheduler.
 class [[nodiscard("keep the JoinHandle to join the task, or call Detach()")]] JoinHandle
 {
 public:
@@ -132,7 +136,8 @@ public:
     // Lets the task run on unobserved. No-op on an empty handle.
     void Detach() noexcept;
     bool Joinable() const noexcept { return task_ != nullptr; }
-    // True once the task's callable has returned or thrown.
+    // True once the task has ended: its callable returned or threw and its stack was given up
+    // (Join would not wait).
     bool IsFinished() const noexcept;
 
 private:
