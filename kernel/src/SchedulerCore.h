@@ -105,9 +105,22 @@ public:
     // Behind everything already queued (a yield or a move goes to the back of the line).
     void EnqueueShared(std::uintptr_t item, Priority priority);
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
-    // The next task of this worker's own queues, if the front is a task (a coroutine needs the
-    // loop's stack); every kFairnessInterval picks it answers nullptr so the loop can look at
-    // the shared queue.
+    // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
+    // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
+    static LocalQueue* NextLocalTaskQueue(Worker& worker) noexcept
+    {
+        for (LocalQueue& queue : worker.local)
+        {
+            const std::uintptr_t item = queue.Front();
+            if (item != 0)
+                return item & kCoroutineTag ? nullptr : &queue;
+        }
+        return nullptr;
+    }
+    // The next task of this worker's own queues, if the front is a task; every
+    // kFairnessInterval picks it answers nullptr so the loop can look at the shared queue.
+    // (Its own loop, not NextLocalTaskQueue's: this is every switch's pick, and reading the
+    // item once is 3 instructions shorter.)
     Task* TryDequeueLocalTask(Worker& worker) noexcept
     {
         if (--worker.fairnessCountdown == 0 || worker.preferShared)
@@ -133,21 +146,15 @@ public:
     {
         if (worker.fairnessCountdown <= 1 || worker.preferShared)
             return nullptr;
-        for (LocalQueue& queue : worker.local)
-        {
-            const std::uintptr_t item = queue.Front();
-            if (item == 0)
-                continue;
-            if (item & kCoroutineTag)
-                return nullptr;
-            auto* task = reinterpret_cast<Task*>(item);
-            if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
-                return nullptr;
-            queue.Pop();
-            --worker.fairnessCountdown;
-            return task;
-        }
-        return nullptr;
+        LocalQueue* queue = NextLocalTaskQueue(worker);
+        if (!queue)
+            return nullptr;
+        auto* task = reinterpret_cast<Task*>(queue->Front());
+        if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
+            return nullptr;
+        queue->Pop();
+        --worker.fairnessCountdown;
+        return task;
     }
     bool HasQueuedWork(Priority lowest) const noexcept;
     std::size_t QueuedApprox(const Worker* worker, Priority lowest) const noexcept;
