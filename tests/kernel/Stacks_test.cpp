@@ -330,6 +330,54 @@ TEST_CASE("A task started on a finished task's stack can suspend and resume else
     REQUIRE(gate.suspended == kTasks / 2);
 }
 
+TEST_CASE("Tasks that move to another scheduler and end there hand their stacks on correctly")
+{
+    // A task started on `from` moves to `to` and ends there, where fresh tasks keep arriving:
+    // the stack it brought (from the shared allocator) goes on to one of them or back to `to`'s
+    // pool. Every stack is given back exactly once, and both schedulers count zero at the end.
+    CountingStacks counting;
+    const int moved = static_cast<int>(TestSupport::Scaled(4000));
+    std::atomic<int> arrived{0};
+    std::atomic<int> fresh{0};
+    {
+        SchedulerOptions options;
+        options.workerCount = 1;
+        options.stackAllocator = &counting;
+        Scheduler from(options);
+        Scheduler to(options);
+        std::vector<JoinHandle> movers;
+        for (int i = 0; i < moved; ++i)
+            movers.push_back(from.Start(
+                [&]
+                {
+                    MoveCurrentTaskTo(to);
+                    REQUIRE(Scheduler::Current() == &to);
+                    ++arrived;
+                }));
+        JoinHandle driver = to.Start(
+            [&]
+            {
+                std::vector<JoinHandle> children;
+                for (int i = 0; i < moved; ++i)
+                {
+                    children.push_back(to.Start([&] { ++fresh; }));
+                    if (i % 8 == 0)
+                        YieldTask(); // let the movers in between
+                }
+                for (JoinHandle& child : children)
+                    child.Join();
+            });
+        for (JoinHandle& mover : movers)
+            mover.Join();
+        driver.Join();
+        REQUIRE(from.LiveTasks() == 0);
+        REQUIRE(to.LiveTasks() == 0);
+    }
+    REQUIRE(arrived == moved);
+    REQUIRE(fresh == moved);
+    REQUIRE(counting.released == counting.allocated);
+}
+
 TEST_CASE("ConcurrentStack: pushes and pops from many threads lose nothing")
 {
     struct Node
