@@ -351,29 +351,61 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
         }
         ~InFlight() { count.fetch_sub(1, std::memory_order_release); }
     } inFlight(enqueuing_);
+    TC_CHECK((item & ~kInboxItemMask) == 0, "address above 48 bits",
+             "a task or coroutine frame lives above the 48-bit address range the scheduler's "
+             "queues assume");
     // The inbox when it is free and the queue looks empty: that this thread sees the queue empty
-    // means everything it queued before was taken, and workers look at the inbox before the
-    // queue, so its submissions still start in the order made (on one worker; with several, two
-    // may be taken at once). Host-pumped schedulers keep to the queue (their seeded shuffle).
-    if (priority == Priority::Normal && HasWorkerThreads()
-        && inbox_.load(std::memory_order_relaxed) == 0
-        && global_[PriorityIndex(Priority::Normal)].size_approx() == 0)
+    // means everything it queued before was taken. Workers look at the inbox before the queue,
+    // and an item queued while the inbox is full carries the inbox's placement count, so a
+    // worker that looked at the inbox just before it filled and then took the later item from
+    // the queue runs the inbox's first (FromSharedQueue): one thread's submissions start in the
+    // order made (on one worker; with several, two may be taken at once). Host-pumped
+    // schedulers keep to the queue (their seeded shuffle).
+    std::uintptr_t behind = 0; // the placement count of the inbox item this one queues behind
+    if (priority == Priority::Normal && HasWorkerThreads())
     {
-        std::uintptr_t empty = 0;
-        // acq_rel: the item's writes happen before the taker's exchange (acquire); an RMW, so
-        // WakeOne's barrier orders it before the sleeper check as it does an enqueue.
-        if (inbox_.compare_exchange_strong(empty, item, std::memory_order_acq_rel,
-                                           std::memory_order_relaxed))
+        std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+        if ((word & kInboxItemMask) == 0
+            && global_[PriorityIndex(Priority::Normal)].size_approx() == 0)
         {
-            WakeOne();
-            return;
+            std::uintptr_t count = (word >> kInboxItemBits) + 1;
+            if (count >> (64 - kInboxItemBits))
+                count = 1; // wrapped: 0 means "not behind anything"
+            // acq_rel: the item's writes happen before the taker's CAS (acquire); an RMW, so
+            // WakeOne's barrier orders it before the sleeper check as it does an enqueue.
+            if (inbox_.compare_exchange_strong(word, (count << kInboxItemBits) | item,
+                                               std::memory_order_acq_rel, std::memory_order_relaxed))
+            {
+                WakeOne();
+                return;
+            }
         }
+        if ((word & kInboxItemMask) != 0)
+            behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
     TsanRelease(&queue);
-    if (!queue.enqueue(item))
+    if (!queue.enqueue(item | behind))
         throw std::bad_alloc();
     WakeOne();
+}
+
+std::uintptr_t SchedulerCore::FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept
+{
+    const std::uintptr_t item = queued & kInboxItemMask;
+    const std::uintptr_t behind = queued & ~kInboxItemMask;
+    if (behind == 0)
+        return item;
+    std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+    // Only the very placement it queued behind, still unclaimed: a later one (another count) is
+    // newer than `item` and waits its turn.
+    if ((word & ~kInboxItemMask) != behind || (word & kInboxItemMask) == 0 || worker.deferred != 0)
+        return item;
+    if (!inbox_.compare_exchange_strong(word, behind, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+        return item; // another worker took it
+    worker.deferred = item;
+    return word & kInboxItemMask;
 }
 
 std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
@@ -388,6 +420,7 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
             while (global_[p].try_dequeue(item))
             {
                 TsanAcquire(&global_[p]);
+                item &= kInboxItemMask; // never queued behind the inbox here (no workers)
                 try
                 {
                     worker.local[p].Push(item);
@@ -410,6 +443,8 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
         }
         return 0;
     }
+    if (worker.deferred != 0)
+        return std::exchange(worker.deferred, 0); // next after the inbox item it queued behind
     const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
     if (globalFirst)
     {
@@ -420,20 +455,26 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
     for (std::size_t p = 0; p <= last; ++p)
     {
         // The inbox holds a Normal item that came before everything its submitter queued since.
-        if (p == PriorityIndex(Priority::Normal) && inbox_.load(std::memory_order_relaxed) != 0
-            && (item = inbox_.exchange(0, std::memory_order_acquire)) != 0)
-            return item;
+        if (p == PriorityIndex(Priority::Normal))
+        {
+            // Claimed with a compare-exchange that keeps the placement count.
+            std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+            while ((word & kInboxItemMask) != 0)
+                if (inbox_.compare_exchange_weak(word, word & ~kInboxItemMask,
+                                                 std::memory_order_acquire, std::memory_order_relaxed))
+                    return word & kInboxItemMask;
+        }
         if (globalFirst && global_[p].try_dequeue(item))
         {
             TsanAcquire(&global_[p]);
-            return item;
+            return FromSharedQueue(worker, item);
         }
         if ((item = worker.local[p].Pop()) != 0)
             return item;
         if (global_[p].try_dequeue(item))
         {
             TsanAcquire(&global_[p]);
-            return item;
+            return FromSharedQueue(worker, item);
         }
     }
     return 0;
@@ -441,7 +482,7 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 {
-    if (lowest == Priority::Normal && inbox_.load(std::memory_order_relaxed) != 0)
+    if (lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
         return true;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
         if (global_[p].size_approx() != 0)
@@ -451,7 +492,8 @@ bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 
 std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
 {
-    std::size_t count = lowest == Priority::Normal && inbox_.load(std::memory_order_relaxed) != 0;
+    std::size_t count
+        = lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
     {
         count += global_[p].size_approx();

@@ -36,6 +36,10 @@ enum class PostSwitch : std::uint8_t
 
 // A queued item: a Task* (bit 0 clear) or a coroutine frame address with bit 0 set.
 inline constexpr std::uintptr_t kCoroutineTag = 1;
+// User-space addresses fit in 48 bits (x86-64, and AArch64 without 52-bit mappings): the bits
+// above carry the inbox's placement count (SchedulerCore::inbox_).
+inline constexpr unsigned kInboxItemBits = 48;
+inline constexpr std::uintptr_t kInboxItemMask = (std::uintptr_t{1} << kInboxItemBits) - 1;
 // Every 61st pick a worker looks at the shared queue before its own (fairness).
 inline constexpr unsigned kFairnessInterval = 61;
 
@@ -54,6 +58,9 @@ struct Worker
     SchedulerCore* postTarget = nullptr;
     unsigned fairnessCountdown = kFairnessInterval;
     bool preferShared = false; // set by a yield: the next pick looks at the shared queue first
+    // A shared-queue item taken just before the older inbox item it queued behind: the pick
+    // after that one (SchedulerCore::FromSharedQueue).
+    std::uintptr_t deferred = 0;
     std::uint64_t shuffleState = 0;     // host pumps with SchedulerOptions::shuffleSeed
     std::atomic<std::uint32_t> word{0}; // futex word an idle worker sleeps on
     Parker parker;
@@ -104,6 +111,10 @@ public:
     }
     // Behind everything already queued (a yield or a move goes to the back of the line).
     void EnqueueShared(std::uintptr_t item, Priority priority);
+    // The item a shared-queue entry stands for -- or, when it was queued behind an inbox item
+    // that is still there, that one (older: it runs first, and the entry's item is kept in
+    // `worker.deferred`, the worker's next pick).
+    std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
     // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
     // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
@@ -247,7 +258,10 @@ private:
     alignas(64) std::atomic<bool> exit_{false};
     // One Normal-priority item submitted from outside while the shared queue was empty: an idle
     // worker's spin reads this one line instead of the queue's, and takes the item with one
-    // exchange (EnqueueShared, TryDequeue). Its own line: submitters write it, workers poll it.
+    // compare-exchange (EnqueueShared, TryDequeue). Its own line: submitters write it, workers
+    // poll it. The item is in the low kInboxItemBits bits (0: empty); the high bits count the
+    // placements (never 0), and an item queued while the inbox was full carries the count of
+    // the one it queued behind (FromSharedQueue).
     alignas(64) std::atomic<std::uintptr_t> inbox_{0};
     std::mutex sleepLock_;
     Parker* sleepList_ = nullptr;
