@@ -1,6 +1,7 @@
 // The suspend protocol between tasks: publish after the task is off the processor, resume makes
 // it runnable where it was suspended, every handle reaches ResumeTask once.
 
+#include "TestGate.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include <vector>
 
 using namespace TC;
+using TestSupport::Gate;
 using TestSupport::Mailbox;
 
 namespace
@@ -35,32 +37,6 @@ struct ProbeCallback final : ISuspendCallback
         ++calls;
         seenTask = GetCurrentTask();
         handle.store(task);
-    }
-};
-// Tasks wait here until OpenAll; counts how many wait.
-struct ProbeGate final : ISuspendCallback
-{
-    std::mutex lock;
-    std::vector<SuspendedTask> waiting;
-    std::atomic<int> count{0};
-
-    void OnSuspended(SuspendedTask task) noexcept override
-    {
-        std::lock_guard guard(lock);
-        waiting.push_back(task);
-        ++count;
-    }
-    void Wait() { SuspendTask(this); }
-    int Waiting() const { return count.load(); }
-    void OpenAll()
-    {
-        std::vector<SuspendedTask> resumed;
-        {
-            std::lock_guard guard(lock);
-            resumed.swap(waiting);
-        }
-        for (SuspendedTask task : resumed)
-            ResumeTask(task);
     }
 };
 } // namespace
@@ -258,7 +234,7 @@ TEST_CASE("A JoinHandle released on another thread while its Scheduler is destro
 TEST_CASE("LiveTasks counts tasks started from anywhere, exactly once nothing moves")
 {
     Scheduler scheduler(2);
-    ProbeGate gate;
+    Gate gate;
     std::vector<JoinHandle> outer;
     std::mutex innerLock;
     std::vector<JoinHandle> inner;
@@ -266,14 +242,14 @@ TEST_CASE("LiveTasks counts tasks started from anywhere, exactly once nothing mo
         outer.push_back(scheduler.Start(
             [&]
             {
-                JoinHandle child = scheduler.Start([&] { gate.Wait(); });
+                JoinHandle child = scheduler.Start([&] { SuspendTask(&gate); });
                 {
                     std::lock_guard lock(innerLock);
                     inner.push_back(std::move(child));
                 }
-                gate.Wait();
+                SuspendTask(&gate);
             }));
-    while (gate.Waiting() < 20)
+    while (gate.suspended.load() < 20)
         std::this_thread::yield();
     REQUIRE(scheduler.LiveTasks() == 20);
     struct ThrowsWhenMoved
@@ -284,7 +260,7 @@ TEST_CASE("LiveTasks counts tasks started from anywhere, exactly once nothing mo
     };
     REQUIRE_THROWS_AS(scheduler.Start(ThrowsWhenMoved{}), std::runtime_error);
     REQUIRE(scheduler.LiveTasks() == 20); // a start that failed is not counted
-    gate.OpenAll();
+    REQUIRE(gate.OpenAll() == 20);
     for (JoinHandle& handle : outer)
         handle.Join();
     for (JoinHandle& handle : inner)

@@ -1,6 +1,7 @@
 // Stacks: pooled, guard page below, size per scheduler and per task; 100 000 suspended tasks;
 // an overflow caught by the guard page (in a child process).
 
+#include "TestGate.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -20,32 +21,10 @@
 #include <vector>
 
 using namespace TC;
+using TestSupport::Gate;
 
 namespace
 {
-struct Gate final : ISuspendCallback
-{
-    ConcurrentStack<SuspendedTaskEntry> waiters;
-    std::atomic<int> suspended{0};
-    void OnSuspended(SuspendedTask task) noexcept override
-    {
-        waiters.Push(task.Entry());
-        ++suspended;
-    }
-    int OpenAll()
-    {
-        int count = 0;
-        for (SuspendedTaskEntry* entry = waiters.PopAll(); entry;)
-        {
-            SuspendedTaskEntry* next = entry->next; // read before the handle goes back
-            ResumeTask(SuspendedTask(entry));
-            entry = next;
-            ++count;
-        }
-        return count;
-    }
-};
-
 [[gnu::noinline]] int Recurse(volatile char* previous, int depth)
 {
     volatile char frame[1024];
