@@ -245,6 +245,10 @@ private:
     inline void ReturnBlock(void* block, bool toWorker) noexcept;
     void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;
     static std::uint64_t FreeBlocks(FreeTaskBlock* block) noexcept; // how many it freed
+    // CountStart/CountEnd: `worker`'s own count when it is the calling thread's worker of this
+    // core (a load and a store), else the shared one (a read-modify-write).
+    inline void CountOn(Worker* worker, std::atomic<std::uint64_t> Worker::*own,
+                        std::atomic<std::uint64_t>& elsewhere) noexcept;
     [[gnu::noinline]] bool BindStack(Task* task, Worker* worker) noexcept;
     void EndUnrun(Task* task, Worker* worker) noexcept;
     void Idle(Worker& worker);
@@ -276,20 +280,26 @@ private:
     bool orphaned_ = false; // under blockLock_: the Scheduler is gone, blocks are freed, not pooled
 };
 
-inline void SchedulerCore::CountStart(Worker* worker) noexcept
+inline void SchedulerCore::CountOn(Worker* worker, std::atomic<std::uint64_t> Worker::*own,
+                                   std::atomic<std::uint64_t>& elsewhere) noexcept
 {
     if (worker && worker->core == this) [[likely]]
-        worker->started.store(worker->started.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    {
+        std::atomic<std::uint64_t>& count = worker->*own; // written by this thread alone
+        count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
     else
-        startedElsewhere.fetch_add(1, std::memory_order_release);
+        elsewhere.fetch_add(1, std::memory_order_release);
+}
+
+inline void SchedulerCore::CountStart(Worker* worker) noexcept
+{
+    CountOn(worker, &Worker::started, startedElsewhere);
 }
 
 inline void SchedulerCore::CountEnd(Worker* worker) noexcept
 {
-    if (worker && worker->core == this) [[likely]]
-        worker->ended.store(worker->ended.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    else
-        endedElsewhere.fetch_add(1, std::memory_order_release);
+    CountOn(worker, &Worker::ended, endedElsewhere);
 }
 
 // Switches the running task away; `action` tells the next context what to do for it. Returns
