@@ -99,7 +99,7 @@ int main()
 
     {
         // [guide:many-waiters]
-        // 100 000 coroutines suspended on one ManualResetEvent: a Multiple primitive has no
+        // 100 000 coroutines suspended on one ManualResetEvent: a multi-waiter event has no
         // limit on its waiters, and a coroutine's wait costs its frame and nothing else.
         Sync::ManualResetEvent gate;
         std::atomic<int> passed{0};

@@ -95,6 +95,38 @@ TEST_CASE("ManualResetEvent stays open until Reset", "[event]")
     CHECK_FALSE(event.TryWait());
 }
 
+TEST_CASE("ManualResetEvent resumes the waiters of one Set newest first; later ones wait",
+          "[event][order]")
+{
+    TC::Scheduler host(0u); // pumped here: tasks run in the order they were resumed
+    ManualResetEvent event;
+    std::vector<int> order;
+    std::vector<TC::JoinHandle> waiters;
+    auto start = [&](int i)
+    {
+        waiters.push_back(host.Start(
+            [&, i]
+            {
+                event.Wait();
+                order.push_back(i);
+            }));
+    };
+    for (int i = 1; i <= 3; ++i)
+        start(i);
+    host.RunUntilIdle();
+    event.Set();
+    event.Reset(); // the three were claimed by the Set: they pass although it is closed again
+    start(4);
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3, 2, 1});
+    CHECK(event.IsSuspended()); // the fourth waits for the next Set
+    event.Set();
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3, 2, 1, 4});
+    for (auto& w : waiters)
+        w.Join();
+}
+
 TEST_CASE("AutoResetEvent_s and ManualResetEvent_s release their waiter of every kind",
           "[event][single]")
 {
@@ -252,29 +284,41 @@ TEST_CASE("AutoResetEvent wakes the newest waiter first", "[event][order]")
         w.Join();
 }
 
-TEST_CASE("A converted thread that creates a ManualResetEvent is resumed after the tasks",
-          "[event][order]")
+TEST_CASE("Any waiter may destroy a ManualResetEvent as soon as its Wait returns",
+          "[event][lifetime]")
 {
-    TC::Scheduler scheduler(1u);
-    ManualResetEvent event; // the main thread is its creator
-    std::atomic<int> tasksDone{0};
-    std::vector<TC::JoinHandle> tasks;
-    for (int i = 0; i < 3; ++i)
-        tasks.push_back(scheduler.Start(
-            [&]
+    // Fifty tasks and then a thread wait; a Set from a third thread resumes the thread first (the
+    // newest), which frees the event while the Set still resumes the tasks. Under ASan any access
+    // of the event after Set's exchange would be a use after free.
+    const int rounds = static_cast<int>(Scaled(500));
+    TC::Scheduler host(0u); // pumped here, after each Set: the tasks only need to have suspended
+    for (int round = 0; round < rounds; ++round)
+    {
+        auto* event = new ManualResetEvent;
+        std::atomic<int> passed{0};
+        std::vector<TC::JoinHandle> tasks;
+        for (int i = 0; i < 50; ++i)
+            tasks.push_back(host.Start(
+                [&, event]
+                {
+                    event->Wait();
+                    passed.fetch_add(1);
+                }));
+        host.RunUntilIdle(); // every task is suspended on the event now
+        std::thread destroyer(
+            [&, event]
             {
-                event.Wait();
-                tasksDone.fetch_add(1);
-            }));
-    std::thread setter(
-        [&]
-        {
-            std::this_thread::sleep_for(20ms);
-            event.Set();
-        });
-    event.Wait(); // resumed by the same Set, last
-    setter.join();
-    for (auto& t : tasks)
-        t.Join();
-    CHECK(tasksDone == 3);
+                event->Wait();
+                delete event;
+                passed.fetch_add(1);
+            });
+        std::this_thread::sleep_for(std::chrono::microseconds(round % 8 == 0 ? 500 : 20));
+        std::thread setter([event] { event->Set(); });
+        destroyer.join();
+        setter.join();
+        host.RunUntilIdle();
+        for (auto& t : tasks)
+            t.Join();
+        REQUIRE(passed == 51);
+    }
 }

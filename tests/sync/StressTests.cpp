@@ -12,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 using namespace TC::Synchronization;
@@ -82,11 +81,10 @@ namespace
 // As PingPong, but each party constructs the event it waits on, so every wait that suspends goes
 // through the creator's own slot and its re-check (SuspendableBase<Multiple>): the pinger is a
 // task, the ponger a thread or a second task.
-template <class Event>
 void CreatorPingPong(std::int64_t rounds, bool acrossThread)
 {
-    std::optional<Event> ping; // the ponger waits on it and constructs it
-    std::optional<Event> pong; // the pinger waits on it and constructs it
+    std::optional<AutoResetEvent> ping; // the ponger waits on it and constructs it
+    std::optional<AutoResetEvent> pong; // the pinger waits on it and constructs it
     std::atomic<int> constructed{0};
     TC::Scheduler scheduler(2u);
     auto pinger = [&]
@@ -99,8 +97,6 @@ void CreatorPingPong(std::int64_t rounds, bool acrossThread)
         {
             ping->Set();
             pong->Wait();
-            if constexpr (std::is_same_v<Event, ManualResetEvent>)
-                pong->Reset(); // before our next Set: the ponger sets it again only after that
         }
     };
     auto ponger = [&]
@@ -117,8 +113,6 @@ void CreatorPingPong(std::int64_t rounds, bool acrossThread)
         for (std::int64_t i = 0; i < rounds; ++i)
         {
             ping->Wait();
-            if constexpr (std::is_same_v<Event, ManualResetEvent>)
-                ping->Reset();
             pong->Set();
         }
     };
@@ -126,14 +120,62 @@ void CreatorPingPong(std::int64_t rounds, bool acrossThread)
     CHECK_FALSE(ping->IsSuspended());
     CHECK_FALSE(pong->IsSuspended());
 }
+
+// Two parties alternate through two ManualResetEvents, each closing the gate it waits on right
+// after passing it and before it opens the other's. Only the waiter resets its gate, so a wait
+// that returns while its gate is closed was resumed by an earlier Set than the one it waited
+// for: counted as `early`. (A ManualResetEvent whose Set stored the state first and looked for
+// waiters afterwards did that when the setter was preempted in between; the extra pass then
+// left the parties a round apart and one of them waiting forever.)
+void GatePingPong(std::int64_t rounds, bool acrossThread)
+{
+    ManualResetEvent ping; // the ponger waits on it
+    ManualResetEvent pong; // the pinger waits on it
+    std::atomic<std::int64_t> early{0};
+    TC::Scheduler scheduler(2u);
+    auto pass = [&](ManualResetEvent& gate)
+    {
+        gate.Wait();
+        if (!gate.IsSet())
+            early.fetch_add(1);
+        gate.Reset(); // before the Set below: the other side opens it again only after that
+    };
+    auto pinger = [&]
+    {
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            ping.Set();
+            pass(pong);
+        }
+    };
+    auto ponger = [&]
+    {
+        for (std::int64_t i = 0; i < rounds; ++i)
+        {
+            pass(ping);
+            pong.Set();
+        }
+    };
+    RunPair(scheduler, pinger, ponger, acrossThread);
+    CHECK(early == 0);
+    CHECK_FALSE(ping.IsSuspended());
+    CHECK_FALSE(pong.IsSuspended());
+}
 } // namespace
 
 TEST_CASE("Stress: event ping-pong through the creators' own slots", "[stress][event]")
 {
     const std::int64_t rounds = Scaled(100000);
-    CreatorPingPong<AutoResetEvent>(rounds, false);
-    CreatorPingPong<AutoResetEvent>(rounds / 4, true);
-    CreatorPingPong<ManualResetEvent>(rounds / 4, true);
+    CreatorPingPong(rounds, false);
+    CreatorPingPong(rounds / 4, true);
+}
+
+TEST_CASE("Stress: ManualResetEvent gates closed by their waiters; no Set lets a later wait pass",
+          "[stress][event]")
+{
+    const std::int64_t rounds = Scaled(200000);
+    GatePingPong(rounds, false);
+    GatePingPong(rounds / 4, true);
 }
 
 TEST_CASE("Stress: AutoResetEvent as a token among many waiters", "[stress][event]")

@@ -1,6 +1,6 @@
 #pragma once
-// OneWordEvent: the shared core of AutoResetEvent_s and ManualResetEvent_s -- state and waiter
-// in one atomic word, so one compare-exchange publishes and checks at once.
+// OneWordEvent: the shared core of AutoResetEvent_s, ManualResetEvent_s and ManualResetEvent --
+// state and waiters in one atomic word, so one compare-exchange publishes and checks at once.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -16,15 +16,25 @@
 
 namespace TC::Synchronization::detail
 {
-// The word is kUnset, kSet, or the address of the one suspended waiter's SuspendedTaskEntry
-// (entries are pointer-aligned, so neither constant is a valid address). Every access by a
+// The word is kUnset, kSet, or the address of the newest suspended waiter's SuspendedTaskEntry
+// (entries are pointer-aligned, so neither constant is a valid address); with ManyWaiters the
+// older waiters hang off that entry through its `next` link, oldest last. Every access by a
 // waiter or setter is one access of the word (an RMW, or the passing waiter's load-then-store of
 // TryWait) and the last of the object: nothing of the event is touched after the RMW that
-// publishes the waiter or claims it. That is what lets the waiter destroy the event as soon as
-// its wait returns.
-template <bool AutoReset>
+// publishes the waiter or claims the waiters. That is what lets a waiter destroy the event as
+// soon as its wait returns. It also makes a manual-reset Set claim exactly the waiters suspended
+// when it opened the event: one exchange does both, so a waiter that suspends after a later Reset
+// is never resumed by an earlier Set (a Set that stored its state and then looked for waiters
+// could wake such a waiter, which then returned from Wait while the event was closed).
+//
+// ManyWaiters (ManualResetEvent) has no timed wait: a timed-out waiter would have to unlink
+// itself from the middle of the chain.
+template <bool AutoReset, bool ManyWaiters = false>
 class OneWordEvent : private ISuspendCallback
 {
+    static_assert(!(AutoReset && ManyWaiters),
+                  "an auto-reset event with many waiters is AutoResetEvent");
+
 public:
     OneWordEvent(const OneWordEvent&) = delete;
     OneWordEvent& operator=(const OneWordEvent&) = delete;
@@ -49,10 +59,23 @@ public:
         }
         else
         {
-            // acq_rel: as above; an exchange both opens the event and claims the waiter.
+            // acq_rel: as above; an exchange both opens the event and claims the waiters. Its
+            // acquire also covers the older waiters' links: each publication is an RMW, so the
+            // publications form one release sequence that this exchange reads the end of.
             const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
-            if (word != kUnset && word != kSet)
-                ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+            if (word == kUnset || word == kSet)
+                return;
+            auto* entry = reinterpret_cast<SuspendedTaskEntry*>(word);
+            if constexpr (ManyWaiters)
+            {
+                // Newest first. The link is ours until ResumeTask: read it before.
+                while (SuspendedTaskEntry* const older = entry->next)
+                {
+                    ResumeTask(SuspendedTask(entry));
+                    entry = older;
+                }
+            }
+            ResumeTask(SuspendedTask(entry));
         }
     }
 
@@ -100,7 +123,10 @@ public:
             SuspendTask(this);
     }
 
-    bool Wait(Duration timeout) { return TryWait() || SuspendTaskFor(this, timeout); }
+    bool Wait(Duration timeout) requires(!ManyWaiters)
+    {
+        return TryWait() || SuspendTaskFor(this, timeout);
+    }
 
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
@@ -185,9 +211,13 @@ private:
                 ResumeTask(task); // never published: ours to resume
                 return;
             }
-            TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
-                     "a second waiter suspended on an AutoResetEvent_s/ManualResetEvent_s");
-            // release: publishes the waiter; acquire on failure to re-read the state.
+            if constexpr (ManyWaiters)
+                task.Entry()->next =
+                    word == kUnset ? nullptr : reinterpret_cast<SuspendedTaskEntry*>(word);
+            else
+                TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
+                         "a second waiter suspended on an AutoResetEvent_s/ManualResetEvent_s");
+            // release: publishes the waiter (and its link); acquire on failure to re-read.
             if (word_.compare_exchange_weak(word, self, std::memory_order_acq_rel,
                                             std::memory_order_acquire))
                 return; // the last access: from here on the setter owns the waiter
@@ -196,10 +226,17 @@ private:
 
     bool OnTimeout(SuspendedTask task) noexcept override
     {
-        auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
-        // acq_rel: claims the waiter against a concurrent Set doing the same.
-        return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed);
+        if constexpr (ManyWaiters)
+        {
+            return false; // unreachable: no timed wait (the callback's default answer)
+        }
+        else
+        {
+            auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
+            // acq_rel: claims the waiter against a concurrent Set doing the same.
+            return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
+                                                 std::memory_order_relaxed);
+        }
     }
 
     std::atomic<std::uintptr_t> word_;
