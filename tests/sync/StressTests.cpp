@@ -124,9 +124,10 @@ void CreatorPingPong(std::int64_t rounds, bool acrossThread)
 // Two parties alternate through two ManualResetEvents, each closing the gate it waits on right
 // after passing it and before it opens the other's. Only the waiter resets its gate, so a wait
 // that returns while its gate is closed was resumed by an earlier Set than the one it waited
-// for: counted as `early`. (A ManualResetEvent whose Set stored the state first and looked for
-// waiters afterwards did that when the setter was preempted in between; the extra pass then
-// left the parties a round apart and one of them waiting forever.)
+// for: counted as `early`, and the waiter waits again for its own Set. (A ManualResetEvent whose
+// Set stored the state first and looked for waiters afterwards did that when the setter was
+// preempted in between; without the second wait, the extra pass left the parties a round apart
+// and one of them waiting forever.)
 void GatePingPong(std::int64_t rounds, bool acrossThread)
 {
     ManualResetEvent ping; // the ponger waits on it
@@ -136,8 +137,11 @@ void GatePingPong(std::int64_t rounds, bool acrossThread)
     auto pass = [&](ManualResetEvent& gate)
     {
         gate.Wait();
-        if (!gate.IsSet())
+        while (!gate.IsSet()) // resumed by an earlier Set: count it, and wait for ours
+        {
             early.fetch_add(1);
+            gate.Wait();
+        }
         gate.Reset(); // before the Set below: the other side opens it again only after that
     };
     auto pinger = [&]
