@@ -14,6 +14,13 @@ namespace TC::Synchronization
 // count is zero. When the count reaches zero every waiter suspended then is resumed; the group may
 // then be Add-ed to again.
 //
+// Reuse (as Go's WaitGroup states it): an Add that starts a new round must come after every Wait
+// of the round before has returned. The Done that reached zero resumes the waiters it finds when
+// it gets to them, not atomically with its decrement, so a waiter that suspended after an early
+// Add could be resumed by that Done and return while the new round's count is not zero. (The
+// common shape -- the same task adds, starts the work and waits, round after round -- follows
+// the rule by itself.)
+//
 // Destruction: by any waiter as soon as its Wait returned (Wait returns only once every Add/Done
 // that was running has left the object), provided nobody adds to it or waits on it any more.
 // Exception: a coroutine with no executor is resumed inline, inside the Done that released it,
