@@ -735,6 +735,7 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
         RunItem(worker, item);
     }
     result.pending = QueuedApprox(&worker, lowest);
+    NoteHostQueues(lowest, result.pending);
     if (deadline != 0)
     {
         const std::int64_t left = deadline - SteadyNowNanoseconds();
@@ -877,9 +878,7 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
 void SchedulerCore::ReturnBlock(void* memory, bool toWorker) noexcept
 {
     auto* block = static_cast<FreeTaskBlock*>(memory);
-    Worker* worker = toWorker ? CurrentThread().worker : nullptr;
-    if (worker && worker->core != this)
-        worker = nullptr;
+    Worker* worker = toWorker ? SubmittingWorker() : nullptr;
     if (worker && worker->blockCacheCount < kBlockCacheLimit) [[likely]]
     {
         block->next = worker->blockCache;
@@ -957,9 +956,7 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
     const std::size_t size
         = taskOptions.stackSize ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
                                 : defaultStackSize;
-    Worker* worker = CurrentThread().worker;
-    if (worker && worker->core != this)
-        worker = nullptr; // another scheduler's worker: use this one's shared pool
+    Worker* worker = SubmittingWorker(); // nullptr: use this core's shared pool
     const bool fromWorker = worker != nullptr;
     void* block = TakeBlock(worker);
     auto* task = ::new (block) Task;
@@ -1053,7 +1050,7 @@ void SchedulerCore::EndUnrun(Task* task, Worker* worker) noexcept
 void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
 {
     if (task->stack.base)
-        ReturnStack(task->stack, CurrentThread().worker);
+        ReturnStack(task->stack, SubmittingWorker());
     const bool toWorker = task->blockFromWorker;
     task->~Task();
     ReturnBlock(task, toWorker);
@@ -1061,7 +1058,7 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
 
 void SchedulerCore::Launch(Task* task)
 {
-    Worker* worker = CurrentThread().worker;
+    Worker* worker = SubmittingWorker();
     CountStart(worker); // before the enqueue publishes the task, so before its end is counted
     try
     {
@@ -1248,7 +1245,10 @@ PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 {
     core_->CheckHostThread(false);
     if (core_->QueuedApprox(&core_->HostWorker(), lowest) == 0)
+    {
+        core_->NoteHostQueues(lowest, 0);
         return PumpResult{0, 0, budget}; // an idle turn reads no clock
+    }
     const std::int64_t now = SteadyNowNanoseconds();
     const std::int64_t deadline
         = budget.IsInfinite() ? INT64_MAX : now + std::max<std::int64_t>(budget.Nanoseconds(), 1);

@@ -186,6 +186,30 @@ public:
     PumpResult Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline, bool queuedAtStart);
     Worker& HostWorker() noexcept { return *workers_[0]; }
     bool HasWorkerThreads() const noexcept { return options.workerCount > 0; }
+    // On the host thread, after a pump: `queued` items of priority `lowest` or higher are left.
+    // None of every priority means none of the host's own is in the shared queue: its later
+    // submissions may go to the host worker's queue without overtaking them (hostLocalReady_).
+    // The count is exact for the host's own completed submissions (only other threads' may be
+    // in flight).
+    void NoteHostQueues(Priority lowest, std::size_t queued) noexcept
+    {
+        if (lowest == Priority::Normal && queued == 0)
+            hostLocalReady_ = true;
+    }
+    // The worker of this core whose queues and caches the calling thread may use without atomics:
+    // the one it runs (a task, a worker loop or a pump of this core), or, on the host thread of a
+    // scheduler without workers, the host worker also between pumps -- nobody else touches it,
+    // since only that thread ever pumps it (CheckHostThread). nullptr otherwise.
+    Worker* SubmittingWorker() noexcept
+    {
+        Worker* worker = CurrentThread().worker;
+        if (worker && worker->core == this)
+            return worker;
+        if (HasWorkerThreads() || !hostBound_.load(std::memory_order_acquire) ||
+            hostThread_ != std::this_thread::get_id() || !hostLocalReady_)
+            return nullptr;
+        return &HostWorker();
+    }
     void CheckHostThread(bool forDestructor);
 
     // ---- tasks ----
@@ -272,6 +296,11 @@ private:
     std::atomic<bool> hostBound_{false};
     std::thread::id hostThread_;
     ThreadState* hostState_ = nullptr; // the host thread's state, unbound when this core goes
+    // Set by the host thread once a pump of every priority left nothing queued: from then on its
+    // submissions outside a pump go to the host worker's own queue (SubmittingWorker). Not before,
+    // so that they never overtake what it queued in the shared queue before it first pumped.
+    // Written and read by the host thread only.
+    bool hostLocalReady_ = false;
     std::mutex stackLock_;
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
     SpinLock blockLock_; // task blocks freed off this core's workers (up to kBlockPoolLimit)

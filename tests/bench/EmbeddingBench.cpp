@@ -156,6 +156,24 @@ void BM_HostPumpOverhead(benchmark::State& state, int tasks, Pump pump)
     if (tasks > 0)
         state.SetItemsProcessed(state.iterations() * tasks);
 }
+// A frame of a game loop that spawns its jobs: the host thread starts `tasks` tiny detached tasks
+// between pumps, then runs them with one RunPending. An item is one task started and run.
+void BM_HostStartAndRun(benchmark::State& state, int tasks)
+{
+    TC::Scheduler host;
+    host.RunPending();
+    long sink = 0;
+    for (auto _ : state)
+    {
+        for (int i = 0; i < tasks; ++i)
+            host.Start([&sink] { ++sink; }).Detach();
+        benchmark::DoNotOptimize(host.RunPending().ran);
+    }
+    benchmark::DoNotOptimize(sink);
+    state.SetItemsProcessed(state.iterations() * tasks);
+}
+BENCHMARK_CAPTURE(BM_HostStartAndRun, tasks_1000, 1000);
+
 BENCHMARK_CAPTURE(BM_HostPumpOverhead, empty, 0, Pump::RunFor);
 BENCHMARK_CAPTURE(BM_HostPumpOverhead, tasks_1000, 1000, Pump::RunFor);
 BENCHMARK_CAPTURE(BM_HostPumpOverhead, empty_run_pending, 0, Pump::RunPending);

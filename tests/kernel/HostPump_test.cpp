@@ -228,3 +228,71 @@ TEST_CASE("MoveCurrentTaskTo runs the rest of a task on the host and back on the
     REQUIRE(seen[1] == hostThread);
     REQUIRE(seen[2] != hostThread);
 }
+
+// The host thread's starts between pumps go to the host worker's own queue (no shared-queue
+// round trip, blocks from its cache) -- but only once a pump has emptied the shared queue, so
+// that they never overtake what the host queued there before it first pumped.
+TEST_CASE("The host's starts between pumps keep their order with what it queued before pumping")
+{
+    Scheduler host(0);
+    std::vector<char> order;
+    std::vector<JoinHandle> tasks;
+    auto start = [&](char name)
+    { tasks.push_back(host.Start([&order, name] { order.push_back(name); })); };
+    start('a');
+    start('b');                           // before the first pump: the shared queue
+    REQUIRE(host.RunPending(1).ran == 1); // binds this thread as the host; 'b' stays queued
+    start('c');                           // must not overtake 'b'
+    host.RunUntilIdle();
+    start('d');
+    start('e'); // the host worker's own queue from here on
+    REQUIRE(host.RunPending().ran == 2);
+    REQUIRE(order == std::vector<char>{'a', 'b', 'c', 'd', 'e'});
+    for (JoinHandle& task : tasks)
+        task.Join();
+    REQUIRE(host.LiveTasks() == 0);
+}
+
+TEST_CASE("Host starts between pumps, tasks' own starts and another thread's starts all run once")
+{
+    // The host worker's queue and caches are used by the host thread between pumps while another
+    // thread starts tasks through the shared queue and frees handles (ThreadSanitizer watches).
+    Scheduler host(0);
+    host.RunUntilIdle(); // bound, and the shared queue found empty
+    constexpr int kRounds = 200;
+    constexpr int kPerRound = 20;
+    std::atomic<int> ran{0};
+    std::atomic<bool> outsideDone{false};
+    std::thread outside(
+        [&]
+        {
+            for (int i = 0; i < kRounds * kPerRound; ++i)
+                host.Start([&] { ran.fetch_add(1); }).Detach();
+            outsideDone = true;
+        });
+    std::vector<JoinHandle> handles;
+    for (int round = 0; round < kRounds; ++round)
+    {
+        for (int i = 0; i < kPerRound; ++i)
+            handles.push_back(host.Start(
+                [&]
+                {
+                    ran.fetch_add(1);
+                    host.Start([&] { ran.fetch_add(1); }).Detach(); // from a task: the same queue
+                }));
+        host.RunFor(std::chrono::microseconds(50));
+        if (round % 16 == 0)
+        {
+            for (JoinHandle& handle : handles)
+                handle.Join(); // pumps while it waits
+            handles.clear();
+        }
+    }
+    outside.join();
+    for (JoinHandle& handle : handles)
+        handle.Join();
+    host.RunUntilIdle();
+    REQUIRE(outsideDone);
+    REQUIRE(ran == 3 * kRounds * kPerRound);
+    REQUIRE(host.LiveTasks() == 0);
+}

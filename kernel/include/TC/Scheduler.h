@@ -155,11 +155,14 @@ private:
 // while it waits, to any depth, so work pinned to the host cannot deadlock it.
 //
 // Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
-// never runs work inline. Destruction: ~Scheduler requests shutdown, then waits until every task
-// it started has finished (pumping, if it has no workers), joins its workers and frees the
-// stacks. Queued coroutine resumptions still run before it returns. A task that can never be
-// resumed makes the destructor wait forever: after 5 s it prints a hang report of the suspended
-// tasks to stderr, once. Submitting after the destructor started throws std::logic_error.
+// never runs work inline. On a scheduler with one worker or none, each thread's submissions of
+// one priority start in the order it made them; the host's between pumps go to its own queue,
+// without atomics, once a pump has left nothing queued.
+// Destruction: ~Scheduler requests shutdown, then waits until every task it started has finished
+// (pumping, if it has no workers), joins its workers and frees the stacks. Queued coroutine
+// resumptions still run before it returns. A task that can never be resumed makes the destructor
+// wait forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
+// Submitting after the destructor started throws std::logic_error.
 class Scheduler final : public IExecutor
 {
 public:
