@@ -335,6 +335,17 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
 // ---------------------------------------------------------------------------------------------
 // Queues
 
+void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority)
+{
+    if (!HasWorkerThreads())
+        if (Worker* host = HostWorkerOfThisThread())
+        {
+            host->local[static_cast<std::size_t>(priority)].Push(item);
+            return;
+        }
+    EnqueueShared(item, priority);
+}
+
 void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 {
     // Counted: once the item is queued its task may run and finish on a worker, and the scheduler

@@ -97,18 +97,27 @@ public:
         EnqueueFrom(CurrentThread().worker, item, priority);
     }
     // The same, for a caller that has already read the calling thread's worker (or nullptr).
+    // The host thread of a scheduler without workers queues on the host worker between pumps
+    // too (HostWorkerOfThisThread), whatever it submits: starts, resumes, coroutines.
     void EnqueueFrom(Worker* worker, std::uintptr_t item, Priority priority)
     {
         const auto p = static_cast<std::size_t>(priority);
-        if (worker && worker->core == this
-            && (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0
-                || !HasWorkerThreads()))
+        if (worker && worker->core == this)
         {
-            worker->local[p].Push(item);
+            if (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0 ||
+                !HasWorkerThreads())
+            {
+                worker->local[p].Push(item);
+                return;
+            }
+            EnqueueShared(item, priority);
             return;
         }
-        EnqueueShared(item, priority);
+        EnqueueFromOutside(item, priority);
     }
+    // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
+    // host check stays off every resume's code).
+    void EnqueueFromOutside(std::uintptr_t item, Priority priority);
     // Behind everything already queued (a yield or a move goes to the back of the line).
     void EnqueueShared(std::uintptr_t item, Priority priority);
     // The item a shared-queue entry stands for -- or, when it was queued behind an inbox item
@@ -205,7 +214,15 @@ public:
         Worker* worker = CurrentThread().worker;
         if (worker && worker->core == this)
             return worker;
-        if (HasWorkerThreads() || !hostBound_.load(std::memory_order_acquire) ||
+        return HasWorkerThreads() ? nullptr : HostWorkerOfThisThread();
+    }
+    // For a scheduler without workers: its host worker when called on its host thread and the
+    // host's own queue may be used (hostLocalReady_), else nullptr. hostThread_ is written once,
+    // before the release store of hostBound_ that the acquire load here reads; hostLocalReady_
+    // is read only on the host thread, its one writer.
+    Worker* HostWorkerOfThisThread() noexcept
+    {
+        if (!hostBound_.load(std::memory_order_acquire) ||
             hostThread_ != std::this_thread::get_id() || !hostLocalReady_)
             return nullptr;
         return &HostWorker();

@@ -232,22 +232,31 @@ TEST_CASE("MoveCurrentTaskTo runs the rest of a task on the host and back on the
 // The host thread's starts between pumps go to the host worker's own queue (no shared-queue
 // round trip, blocks from its cache) -- but only once a pump has emptied the shared queue, so
 // that they never overtake what the host queued there before it first pumped.
-TEST_CASE("The host's starts between pumps keep their order with what it queued before pumping")
+TEST_CASE("The host's submissions between pumps keep their order, also with what it queued before")
 {
     Scheduler host(0);
+    Mailbox box;
     std::vector<char> order;
     std::vector<JoinHandle> tasks;
     auto start = [&](char name)
     { tasks.push_back(host.Start([&order, name] { order.push_back(name); })); };
+    tasks.push_back(host.Start(
+        [&]
+        {
+            (void)box.Take();
+            order.push_back('w');
+        }));
     start('a');
     start('b');                           // before the first pump: the shared queue
-    REQUIRE(host.RunPending(1).ran == 1); // binds this thread as the host; 'b' stays queued
+    REQUIRE(host.RunPending(2).ran == 2); // binds this thread as the host; 'w' waits, 'b' is left
     start('c');                           // must not overtake 'b'
     host.RunUntilIdle();
+    // The host worker's own queue from here on, for starts and a resume alike.
     start('d');
-    start('e'); // the host worker's own queue from here on
-    REQUIRE(host.RunPending().ran == 2);
-    REQUIRE(order == std::vector<char>{'a', 'b', 'c', 'd', 'e'});
+    box.Put(1);
+    start('e');
+    REQUIRE(host.RunPending().ran == 3);
+    REQUIRE(order == std::vector<char>{'a', 'b', 'c', 'd', 'w', 'e'});
     for (JoinHandle& task : tasks)
         task.Join();
     REQUIRE(host.LiveTasks() == 0);
