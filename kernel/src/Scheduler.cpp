@@ -735,6 +735,15 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     if (queuedAtStart)
         limit = std::min(limit, QueuedApprox(&worker, lowest));
     PumpResult result;
+    // Tasks that end in this turn may start the next fresh ones on their stacks, within the
+    // turn's budget (not when shuffling: each pick is the seeded pump loop's).
+    PumpTurn turn{&result.ran, limit, deadline, lowest};
+    struct TurnScope
+    {
+        Worker& worker;
+        PumpTurn* outer;
+        ~TurnScope() { worker.pumpTurn = outer; }
+    } turnScope{worker, std::exchange(worker.pumpTurn, options.shuffleSeed == 0 ? &turn : nullptr)};
     while (result.ran < limit)
     {
         if (deadline != 0 && result.ran > 0 && SteadyNowNanoseconds() >= deadline)
@@ -1087,12 +1096,13 @@ void SchedulerCore::Launch(Task* task)
 
 Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexcept
 {
-    // Only where a finished task would switch straight to the next one anyway (a host pump
-    // returns to its loop between tasks to check its budget), and only a stack this core would
-    // have handed the next task itself: its own allocator and guard, the callable not on it.
-    if (!worker.directSwitch || finished->scheduler != this || finished->stack.allocator != allocator
-        || finished->stack.guard != options.stackGuard
-        || finished->callable != reinterpret_cast<unsigned char*>(finished) + kTaskBytes)
+    // Only where a finished task would switch straight to the next one anyway, or within a host
+    // pump's turn (TryDequeueFreshTask checks its count, deadline and priorities, as its loop
+    // would), and only a stack this core would have handed the next task itself: its own
+    // allocator and guard, the callable not on it.
+    if ((!worker.directSwitch && !worker.pumpTurn) || finished->scheduler != this ||
+        finished->stack.allocator != allocator || finished->stack.guard != options.stackGuard ||
+        finished->callable != reinterpret_cast<unsigned char*>(finished) + kTaskBytes)
         return nullptr;
     Task* next = TryDequeueFreshTask(worker, finished->stack.size);
     if (!next)

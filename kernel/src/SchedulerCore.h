@@ -7,6 +7,7 @@
 #include "Resume.h"
 #include "Task.h"
 #include "ThreadState.h"
+#include "Timers.h"
 #include "context/Context.h"
 
 #include <TC/Scheduler.h>
@@ -43,6 +44,17 @@ inline constexpr std::uintptr_t kInboxItemMask = (std::uintptr_t{1} << kInboxIte
 // Every 61st pick a worker looks at the shared queue before its own (fairness).
 inline constexpr unsigned kFairnessInterval = 61;
 
+// A pump turn in progress on a host worker (SchedulerCore::Pump): how far a task that ends may
+// go on starting fresh tasks on its own stack without returning to the pump loop
+// (StartOnFinishedStack), so that the turn's count, deadline and priorities still hold.
+struct PumpTurn
+{
+    std::size_t* ran;      // the turn's count of items run
+    std::size_t limit;     // it runs no more than this many
+    std::int64_t deadline; // 0: none; else nothing new starts once the steady clock passed it
+    Priority lowest;       // the lowest priority it runs
+};
+
 struct Worker
 {
     SchedulerCore* core = nullptr;
@@ -53,6 +65,7 @@ struct Worker
     Task* current = nullptr;
     ThreadState* threadState = nullptr; // the thread running this worker's loop or pump right now
     const ExecutorScope* taskScope = nullptr; // scope in force when the current task was entered
+    PumpTurn* pumpTurn = nullptr; // host workers: the pump running now (not when shuffling)
     PostSwitch post = PostSwitch::None;
     Task* postTask = nullptr;
     SchedulerCore* postTarget = nullptr;
@@ -172,6 +185,15 @@ public:
         auto* task = reinterpret_cast<Task*>(queue->Front());
         if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
             return nullptr;
+        if (PumpTurn* turn = worker.pumpTurn) // a host pump's turn: within its budget only
+        {
+            if (*turn->ran >= turn->limit ||
+                static_cast<std::size_t>(queue - worker.local) >
+                    static_cast<std::size_t>(turn->lowest) ||
+                (turn->deadline != 0 && SteadyNowNanoseconds() >= turn->deadline))
+                return nullptr;
+            ++*turn->ran;
+        }
         queue->Pop();
         --worker.fairnessCountdown;
         return task;

@@ -305,3 +305,96 @@ TEST_CASE("Host starts between pumps, tasks' own starts and another thread's sta
     REQUIRE(ran == 3 * kRounds * kPerRound);
     REQUIRE(host.LiveTasks() == 0);
 }
+
+namespace
+{
+struct CountingStackAllocator final : IStackAllocator
+{
+    int allocated = 0; // the host thread alone allocates: the only thread that runs this scheduler
+    int released = 0;
+    void* Allocate(std::size_t size, StackGuard guard) override
+    {
+        ++allocated;
+        return DefaultStackAllocator().Allocate(size, guard);
+    }
+    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
+    {
+        ++released;
+        DefaultStackAllocator().Deallocate(base, size, guard);
+    }
+};
+} // namespace
+
+// A task that ends within a pump's turn starts the next task that has never run on its own stack
+// (as on a worker), but only while the turn's count, deadline and priorities allow. Each part
+// has a scheduler of its own: a fairness pick every 61 picks would otherwise end a run of such
+// starts early and hide a broken check.
+TEST_CASE("Within a pump's turn, tasks start on the stack of the task that ended before them")
+{
+    CountingStackAllocator counting;
+    SchedulerOptions options;
+    options.stackAllocator = &counting;
+    {
+        Scheduler host(options);
+        host.RunUntilIdle();
+        int ran = 0;
+        for (int i = 0; i < 50; ++i)
+            host.Start([&] { ++ran; }).Detach();
+        const PumpResult result = host.RunPending();
+        REQUIRE(result.ran == 50);
+        REQUIRE(result.pending == 0);
+        REQUIRE(ran == 50);
+        REQUIRE(counting.allocated == 1); // one stack for all (handed on, or pooled)
+    }
+    {
+        // The count: RunPending(3) runs three and leaves the rest.
+        Scheduler host(options);
+        host.RunUntilIdle();
+        int ran = 0;
+        for (int i = 0; i < 10; ++i)
+            host.Start([&] { ++ran; }).Detach();
+        const PumpResult three = host.RunPending(3);
+        REQUIRE(three.ran == 3);
+        REQUIRE(ran == 3);
+        REQUIRE(three.pending == 7);
+        host.RunUntilIdle();
+        REQUIRE(ran == 10);
+    }
+    {
+        // The priorities: a High-only turn does not go on into Normal work.
+        Scheduler host(options);
+        host.RunUntilIdle();
+        std::vector<char> order;
+        host.Start([&] { order.push_back('h'); }, {.priority = Priority::High}).Detach();
+        for (int i = 0; i < 3; ++i)
+            host.Start([&] { order.push_back('n'); }).Detach();
+        REQUIRE(host.RunUntilIdle(Priority::High).ran == 1);
+        REQUIRE(order == std::vector<char>{'h'});
+        host.RunUntilIdle();
+        REQUIRE(order == std::vector<char>{'h', 'n', 'n', 'n'});
+    }
+    {
+        // The deadline: tasks of 2 ms each in a 5 ms turn stop after about three, not all ten.
+        Scheduler host(options);
+        host.RunUntilIdle();
+        int ran = 0;
+        for (int i = 0; i < 10; ++i)
+            host.Start(
+                    [&]
+                    {
+                        std::this_thread::sleep_for(2ms);
+                        ++ran;
+                    })
+                .Detach();
+        const PumpResult budgeted = host.RunFor(5ms);
+        REQUIRE(budgeted.ran >= 1);
+        REQUIRE(budgeted.ran <=
+                4); // the deadline is checked before each start, one overrun at most
+        REQUIRE(ran == static_cast<int>(budgeted.ran));
+        REQUIRE(budgeted.pending == 10 - budgeted.ran);
+        host.RunUntilIdle();
+        REQUIRE(ran == 10);
+        REQUIRE(host.LiveTasks() == 0);
+    }
+    REQUIRE(counting.released == counting.allocated);
+}
