@@ -2,6 +2,7 @@
 // priorities, the host-thread rule and nested waits on the host.
 
 #include "TestMailbox.h"
+#include "TestStackAllocator.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 using namespace TC;
 using namespace std::chrono_literals;
+using TestSupport::CountingStackAllocator;
 using TestSupport::Mailbox;
 
 TEST_CASE("RunPending runs what was queued when it began, and reports what is left")
@@ -305,25 +307,6 @@ TEST_CASE("Host starts between pumps, tasks' own starts and another thread's sta
     REQUIRE(ran == 3 * kRounds * kPerRound);
     REQUIRE(host.LiveTasks() == 0);
 }
-
-namespace
-{
-struct CountingStackAllocator final : IStackAllocator
-{
-    int allocated = 0; // the host thread alone allocates: the only thread that runs this scheduler
-    int released = 0;
-    void* Allocate(std::size_t size, StackGuard guard) override
-    {
-        ++allocated;
-        return DefaultStackAllocator().Allocate(size, guard);
-    }
-    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
-    {
-        ++released;
-        DefaultStackAllocator().Deallocate(base, size, guard);
-    }
-};
-} // namespace
 
 // A task that ends within a pump's turn starts the next task that has never run on its own stack
 // (as on a worker), but only while the turn's count, deadline and priorities allow. Each part

@@ -3,6 +3,7 @@
 
 #include "TestGate.h"
 #include "TestMailbox.h"
+#include "TestStackAllocator.h"
 
 #include <catch2/catch.hpp>
 
@@ -22,6 +23,7 @@
 
 using namespace TC;
 using TestSupport::Gate;
+using CountingStacks = TestSupport::CountingStackAllocator;
 
 namespace
 {
@@ -32,22 +34,6 @@ namespace
     frame[0] = previous ? previous[0] : 0;
     return depth > 0 ? Recurse(frame, depth + 1) + frame[1] : 0;
 }
-
-struct CountingStacks final : IStackAllocator
-{
-    std::atomic<int> allocated{0};
-    std::atomic<int> released{0};
-    void* Allocate(std::size_t size, StackGuard guard) override
-    {
-        ++allocated;
-        return DefaultStackAllocator().Allocate(size, guard);
-    }
-    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
-    {
-        ++released;
-        DefaultStackAllocator().Deallocate(base, size, guard);
-    }
-};
 
 [[gnu::noinline]] std::uintptr_t HereOnTheStack()
 {
