@@ -239,13 +239,17 @@ public:
         return HasWorkerThreads() ? nullptr : HostWorkerOfThisThread();
     }
     // For a scheduler without workers: its host worker when called on its host thread and the
-    // host's own queue may be used (hostLocalReady_), else nullptr. hostThread_ is written once,
-    // before the release store of hostBound_ that the acquire load here reads; hostLocalReady_
-    // is read only on the host thread, its one writer.
+    // host's own queue may be used (hostLocalReady_), else nullptr -- also once the Scheduler is
+    // being destroyed: its caches are emptied then for good (Orphan), and a block a handle frees
+    // later must go to ReturnBlockSlow, which frees it. hostThread_ is written once, before the
+    // release store of hostBound_ that the acquire load here reads; hostLocalReady_ is read only
+    // on the host thread, its one writer; `stopping` is read with acquire, as the destruction
+    // that set it happened before (on this thread, or synchronized with by the caller).
     Worker* HostWorkerOfThisThread() noexcept
     {
         if (!hostBound_.load(std::memory_order_acquire) ||
-            hostThread_ != std::this_thread::get_id() || !hostLocalReady_)
+            hostThread_ != std::this_thread::get_id() || !hostLocalReady_ ||
+            stopping.load(std::memory_order_acquire))
             return nullptr;
         return &HostWorker();
     }

@@ -381,3 +381,29 @@ TEST_CASE("Within a pump's turn, tasks start on the stack of the task that ended
     }
     REQUIRE(counting.released == counting.allocated);
 }
+
+// After ~Scheduler the host worker's caches are emptied for good: a handle the host thread
+// releases then frees its task's block, and the last one frees the scheduler's core -- whose
+// destructor gives back the pooled stacks, which is what the counting allocator sees.
+TEST_CASE("The host releases its tasks' handles after the scheduler is gone: the core is freed")
+{
+    CountingStackAllocator counting;
+    std::vector<JoinHandle> handles;
+    int ran = 0;
+    {
+        SchedulerOptions options;
+        options.stackAllocator = &counting;
+        Scheduler host(options);
+        host.RunUntilIdle(); // the host's own queue and caches from here on
+        for (int i = 0; i < 100; ++i)
+            handles.push_back(host.Start([&] { ++ran; }));
+        host.RunUntilIdle();
+    }
+    REQUIRE(ran == 100);
+    REQUIRE(counting.allocated >= 1);
+    REQUIRE(counting.released == 0); // the handles keep the core
+    for (JoinHandle& handle : handles)
+        handle.Join(); // finished: returns at once, and frees the block
+    handles.clear();
+    REQUIRE(counting.released == counting.allocated);
+}
