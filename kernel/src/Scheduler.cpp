@@ -337,12 +337,11 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
 
 void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority)
 {
-    if (!HasWorkerThreads())
-        if (Worker* host = HostWorkerOfThisThread())
-        {
-            host->local[static_cast<std::size_t>(priority)].Push(item);
-            return;
-        }
+    if (Worker* host = HostWorkerOfThisThread())
+    {
+        host->local[static_cast<std::size_t>(priority)].Push(item);
+        return;
+    }
     EnqueueShared(item, priority);
 }
 
@@ -734,26 +733,25 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     std::size_t limit = maxTasks;
     if (queuedAtStart)
         limit = std::min(limit, QueuedApprox(&worker, lowest));
-    PumpResult result;
     // Tasks that end in this turn may start the next fresh ones on their stacks, within the
     // turn's budget (not when shuffling: each pick is the seeded pump loop's).
-    PumpTurn turn{&result.ran, limit, deadline, lowest};
+    PumpTurn turn{.limit = limit, .deadline = deadline, .lowest = lowest};
     struct TurnScope
     {
         Worker& worker;
         PumpTurn* outer;
         ~TurnScope() { worker.pumpTurn = outer; }
     } turnScope{worker, std::exchange(worker.pumpTurn, options.shuffleSeed == 0 ? &turn : nullptr)};
-    while (result.ran < limit)
+    while (turn.MayRunAnother())
     {
-        if (deadline != 0 && result.ran > 0 && SteadyNowNanoseconds() >= deadline)
-            break;
         const std::uintptr_t item = TryDequeue(worker, lowest);
         if (!item)
             break;
-        ++result.ran;
+        ++turn.ran;
         RunItem(worker, item);
     }
+    PumpResult result;
+    result.ran = turn.ran;
     result.pending = QueuedApprox(&worker, lowest);
     NoteHostQueues(lowest, result.pending);
     if (deadline != 0)

@@ -49,10 +49,17 @@ inline constexpr unsigned kFairnessInterval = 61;
 // (StartOnFinishedStack), so that the turn's count, deadline and priorities still hold.
 struct PumpTurn
 {
-    std::size_t* ran;      // the turn's count of items run
+    std::size_t ran = 0;   // items run so far, those started on a finished task's stack included
     std::size_t limit;     // it runs no more than this many
     std::int64_t deadline; // 0: none; else nothing new starts once the steady clock passed it
     Priority lowest;       // the lowest priority it runs
+
+    // The one budget test of the pump loop and of a start on a finished stack: the first item
+    // always (if the count allows one), then within the count and before the deadline.
+    bool MayRunAnother() const noexcept
+    {
+        return ran < limit && (ran == 0 || deadline == 0 || SteadyNowNanoseconds() < deadline);
+    }
 };
 
 struct Worker
@@ -187,12 +194,11 @@ public:
             return nullptr;
         if (PumpTurn* turn = worker.pumpTurn) // a host pump's turn: within its budget only
         {
-            if (*turn->ran >= turn->limit ||
-                static_cast<std::size_t>(queue - worker.local) >
+            if (static_cast<std::size_t>(queue - worker.local) >
                     static_cast<std::size_t>(turn->lowest) ||
-                (turn->deadline != 0 && SteadyNowNanoseconds() >= turn->deadline))
+                !turn->MayRunAnother())
                 return nullptr;
-            ++*turn->ran;
+            ++turn->ran;
         }
         queue->Pop();
         --worker.fairnessCountdown;
@@ -236,18 +242,18 @@ public:
         Worker* worker = CurrentThread().worker;
         if (worker && worker->core == this)
             return worker;
-        return HasWorkerThreads() ? nullptr : HostWorkerOfThisThread();
+        return HostWorkerOfThisThread();
     }
-    // For a scheduler without workers: its host worker when called on its host thread and the
-    // host's own queue may be used (hostLocalReady_), else nullptr -- also once the Scheduler is
-    // being destroyed: its caches are emptied then for good (Orphan), and a block a handle frees
-    // later must go to ReturnBlockSlow, which frees it. hostThread_ is written once, before the
-    // release store of hostBound_ that the acquire load here reads; hostLocalReady_ is read only
-    // on the host thread, its one writer; `stopping` is read with acquire, as the destruction
-    // that set it happened before (on this thread, or synchronized with by the caller).
+    // nullptr on a scheduler with workers. Without: its host worker when called on its host thread
+    // and the host's own queue may be used (hostLocalReady_), else nullptr -- also once the
+    // Scheduler is being destroyed: its caches are emptied then for good (Orphan), and a block a
+    // handle frees later must go to ReturnBlockSlow, which frees it. hostThread_ is written once,
+    // before the release store of hostBound_ that the acquire load here reads; hostLocalReady_ is
+    // read only on the host thread, its one writer; `stopping` is read with acquire, as the
+    // destruction that set it happened before (on this thread, or synchronized with by the caller).
     Worker* HostWorkerOfThisThread() noexcept
     {
-        if (!hostBound_.load(std::memory_order_acquire) ||
+        if (HasWorkerThreads() || !hostBound_.load(std::memory_order_acquire) ||
             hostThread_ != std::this_thread::get_id() || !hostLocalReady_ ||
             stopping.load(std::memory_order_acquire))
             return nullptr;
