@@ -23,6 +23,15 @@ public:
     bool IsEmpty() const noexcept { return head_ == tail_; }
     std::size_t Size() const noexcept { return tail_ - head_; }
 
+    // Push without growing: false when full (a hot path's fast case, with no call in it).
+    bool TryPush(std::uintptr_t item) noexcept
+    {
+        if (tail_ - head_ == capacity_)
+            return false;
+        slots_[tail_++ & (capacity_ - 1)] = item;
+        return true;
+    }
+
     void Push(std::uintptr_t item)
     {
         if (tail_ - head_ == capacity_)

@@ -74,7 +74,10 @@ std::size_t PriorityIndex(Priority priority) noexcept
     return static_cast<std::size_t>(priority);
 }
 
-void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook, Task* task)
+// Out of line: the call's arguments live in this frame, so a caller's own frame holds nothing
+// whose address escapes and its last call can be a jump (SwitchAway).
+[[gnu::noinline]] void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook,
+                                    Task* task)
 {
     if (hook)
         hook(TaskHandle(task), task->name);
@@ -152,11 +155,23 @@ void EndForJoiner(Task* task, const char* detachedFailure) noexcept
         ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous))); // it frees
 }
 
+#if TC_SWITCH_RUNS_THEN
+// The step every kernel switch runs on the other side, inside the switch (SwitchContextThen).
+void AfterSwitchInStep(void* worker) noexcept
+{
+    AfterSwitchIn(*static_cast<Worker*>(worker));
+}
+#endif
+
 [[noreturn]] void TaskMain(void* argument, void* worker)
 {
     OnContextStarted();
     auto* task = static_cast<Task*>(argument);
+#if TC_SWITCH_RUNS_THEN
+    (void)worker; // the switch here ran AfterSwitchIn already
+#else
     AfterSwitchIn(*static_cast<Worker*>(worker));
+#endif
     for (;;)
     {
         try
@@ -181,9 +196,11 @@ void EndForJoiner(Task* task, const char* detachedFailure) noexcept
 }
 } // namespace
 
+constinit thread_local ThreadState threadState;
+
 ThreadState& CurrentThread() noexcept
 {
-    static thread_local ThreadState state;
+    ThreadState& state = threadState;
     // The address passes through an empty asm, so no compiler can see what this returns: clang
     // before 16 treats a thread_local's address as constant within a function, and would
     // otherwise substitute it for the call's result in callers in this file, computing one
@@ -628,9 +645,15 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
         CallTaskHook(options.hooks.taskEnter, task);
     // Back on the worker loop's own stack, on this thread: whichever task switched here left
     // its action.
+#if TC_SWITCH_RUNS_THEN
+    Worker& self = *static_cast<Worker*>(
+        SwitchContextThen(worker.context, task->context, &worker, &AfterSwitchInStep));
+    self.current = nullptr;
+#else
     Worker& self = *static_cast<Worker*>(SwitchContext(worker.context, task->context, &worker));
     self.current = nullptr;
     AfterSwitchIn(self);
+#endif
 }
 
 void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
@@ -1172,23 +1195,28 @@ void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerC
     Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
     while (next && !core->PrepareToRun(next, worker))
         next = core->TryDequeueLocalTask(*worker); // it ended unrun (no stack): the next one
-    const bool finished = action == PostSwitch::Finish;
-    void* arrivedOn;
+    ExecutionContext* destination = &worker->context;
     if (next)
     {
         // Straight to the next ready task: one switch, and its first act is our post action.
         worker->current = next;
         if (core->taskHooks)
             CallTaskHook(core->options.hooks.taskEnter, next);
-        arrivedOn = SwitchContext(self->context, next->context, worker, finished);
+        destination = &next->context;
     }
     else
-    {
         worker->current = nullptr;
-        arrivedOn = SwitchContext(self->context, worker->context, worker, finished);
-    }
+#if TC_SWITCH_RUNS_THEN
+    // The last call, so a jump: when this task runs again (perhaps on another thread), the switch
+    // that brings it back runs the post action of the context it came from and continues
+    // straight in SwitchAway's caller.
+    SwitchContextThen(self->context, *destination, worker, &AfterSwitchInStep);
+#else
+    void* arrivedOn =
+        SwitchContext(self->context, *destination, worker, action == PostSwitch::Finish);
     // Running again, perhaps on another thread: do what the context we came from asked.
     AfterSwitchIn(*static_cast<Worker*>(arrivedOn));
+#endif
 }
 } // namespace TC::detail
 

@@ -135,6 +135,18 @@ public:
         }
         EnqueueFromOutside(item, priority);
     }
+    // EnqueueFrom's common case alone, with no call in it (every resume's path): true when the
+    // item went to `worker`'s local queue without growing it; false leaves it to EnqueueFrom.
+    bool TryEnqueueLocal(Worker* worker, std::uintptr_t item, Priority priority) noexcept
+    {
+        if (!worker || worker->core != this)
+            return false;
+        LocalQueue& queue = worker->local[static_cast<std::size_t>(priority)];
+        if (!queue.IsEmpty() && sleepers_.load(std::memory_order_relaxed) != 0 &&
+            HasWorkerThreads())
+            return false;
+        return queue.TryPush(item);
+    }
     // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
     // host check stays off every resume's code).
     void EnqueueFromOutside(std::uintptr_t item, Priority priority);
@@ -386,7 +398,10 @@ void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* ta
 
 // What a context does first when it runs again: the action the context before it left.
 // `worker` is the switch's message: the worker of the thread this context now runs on.
-// A plain suspend, by far the most common action, is handled here without a call.
+// A plain suspend, by far the most common action, is handled here without a call. With the
+// x86-64 switch it runs inside the switch (SwitchContextThen), so a suspended task continues
+// straight in the code that suspended; elsewhere right after SwitchContext returns. Running it
+// twice is harmless: it clears the action it runs.
 inline void AfterSwitchIn(Worker& worker) noexcept
 {
     if (worker.post == PostSwitch::Suspend) [[likely]]

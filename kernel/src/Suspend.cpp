@@ -50,12 +50,9 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 }
 } // namespace
 
-// A task resumed from its own worker is a local queue push; from elsewhere, a shared enqueue.
-inline void RescheduleTask(Task* task) noexcept
+// RescheduleTask's cases beyond a local push that fits: a shared enqueue, a queue that grows.
+[[gnu::noinline]] void RescheduleTaskSlow(Worker* worker, Task* task) noexcept
 {
-    // The thread's worker is read before anything of the task, so only the task pointer has to
-    // live across the call.
-    Worker* worker = CurrentThread().worker;
     try
     {
         task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task),
@@ -65,6 +62,16 @@ inline void RescheduleTask(Task* task) noexcept
     {
         ReportRuleViolation("out of memory", "ResumeTask could not queue a task");
     }
+}
+
+// A task resumed from its own worker is a local queue push; from elsewhere, a shared enqueue.
+// The push is inline and calls nothing, so this path saves no registers.
+inline void RescheduleTask(Task* task) noexcept
+{
+    Worker* worker = CurrentThreadInSwitchFreeCode().worker; // nothing here switches
+    if (!task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
+                                          task->priority)) [[unlikely]]
+        RescheduleTaskSlow(worker, task);
 }
 
 [[gnu::noinline]] void ResumeUncommon(SuspendedTaskEntry* entry) noexcept
@@ -118,7 +125,7 @@ using namespace detail;
 
 void SuspendTask(ISuspendCallback* callback)
 {
-    ThreadState& thread = CurrentThread();
+    ThreadState& thread = CurrentThreadInSwitchFreeCode();
     Task* task = thread.worker ? thread.worker->current : nullptr;
     CheckCanWait(thread, task != nullptr);
     if (task)

@@ -27,4 +27,15 @@ struct ThreadState : TaskIdentity
 // The calling thread's state. Never inlined: a task may continue on another thread after any
 // switch, and the compiler must not keep the address of one thread's state across it.
 [[gnu::noinline]] ThreadState& CurrentThread() noexcept;
+
+// The same state, read in place (no call). Compilers treat a thread_local's address as fixed
+// within a function, so this is for functions in whose own body no switch happens -- ResumeTask,
+// and SuspendTask up to its call into the switch, after which it reads no thread state -- and
+// that are not inlined into one that switches (they live in their own translation unit, and the
+// kernel is not built with link-time optimization).
+extern constinit thread_local ThreadState threadState;
+inline ThreadState& CurrentThreadInSwitchFreeCode() noexcept
+{
+    return threadState;
+}
 } // namespace TC::detail

@@ -14,6 +14,17 @@ extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 #define TC_INLINE_SWITCH 0
 #endif
 
+// The x86-64 switch can also run a step on the other side before it continues there
+// (SwitchContextThen); elsewhere -- AArch64, ucontext, the sanitizers' annotated switch -- the
+// caller runs that step after SwitchContext returns.
+#if TC_INLINE_SWITCH && defined(__x86_64__)
+#define TC_SWITCH_RUNS_THEN 1
+extern "C" void* TC_SwitchContextThen(void** saveSp, void* loadSp, void* message,
+                                      void (*then)(void*) noexcept) noexcept;
+#else
+#define TC_SWITCH_RUNS_THEN 0
+#endif
+
 namespace TC::detail
 {
 struct BackendContext; // the backend's saved state
@@ -56,6 +67,17 @@ inline void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* m
 #else
 void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message = nullptr,
                     bool fromFinished = false) noexcept;
+#endif
+
+#if TC_SWITCH_RUNS_THEN
+// SwitchContext, and then(message) on the other side, in the switch, before that side continues
+// (Switch_x86_64_sysv.S says why). Every switch into a context saved by this one must run the
+// same step, since that context continues in its caller's caller when this call was its last.
+inline void* SwitchContextThen(ExecutionContext& from, ExecutionContext& to, void* message,
+                               void (*then)(void*) noexcept) noexcept
+{
+    return TC_SwitchContextThen(reinterpret_cast<void**>(&from.backend), to.backend, message, then);
+}
 #endif
 
 // Called first thing by a fresh context's entry (tells AddressSanitizer the switch completed).
