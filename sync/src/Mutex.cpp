@@ -8,12 +8,6 @@
 
 namespace TC::Synchronization
 {
-void Mutex::LockSlow()
-{
-    Node node(*this);
-    SuspendTask(&node); // resumed owning the mutex
-}
-
 bool Mutex::TryLockFor(Duration timeout)
 {
     if (TryAcquire())

@@ -3,6 +3,7 @@
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
+#include <TC/Suspend.h>
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaitNode.h>
@@ -49,8 +50,14 @@ public:
     // recursive: locking a mutex one already owns deadlocks.
     void lock()
     {
-        if (!TryAcquire())
-            LockSlow();
+        if (TryAcquire())
+            return;
+        // Queued by the node's OnSuspended; resumed owning the mutex. Inline, with the node in
+        // the caller's frame, so that a resumed task continues straight in the caller instead of
+        // returning into it through a frame of this library (a mispredicted return after each
+        // switch: guides/performance.md).
+        Node node(*this);
+        SuspendTask(&node);
     }
 
     // Takes the mutex if it is free. Never suspends.
@@ -136,7 +143,6 @@ private:
                state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
                                               std::memory_order_relaxed);
     }
-    void LockSlow();
     void UnlockSlow() noexcept;
     // Takes the mutex for `node` (whose task is set) or queues it. Used by the lock slow path
     // and by ConditionVariable to move a notified waiter straight into the mutex's queue.
