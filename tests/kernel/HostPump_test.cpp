@@ -48,8 +48,9 @@ TEST_CASE("RunPending runs what was queued when it began, and reports what is le
 TEST_CASE("RunFor checks its budget between tasks, runs at least one, overruns by one at most")
 {
     using Clock = std::chrono::steady_clock;
-    Scheduler host(0);
+    // Before the scheduler: a failed REQUIRE unwinds through ~Scheduler, which runs what is left.
     std::vector<Clock::time_point> starts;
+    Scheduler host(0);
     std::vector<JoinHandle> tasks;
     for (int i = 0; i < 20; ++i)
         tasks.push_back(host.Start([&] {
@@ -61,15 +62,17 @@ TEST_CASE("RunFor checks its budget between tasks, runs at least one, overruns b
     REQUIRE(none.ran == 1);
     REQUIRE(none.left == Duration::Zero());
     // Every task after the first starts before the deadline: the overrun is the last task alone.
+    // Each task lasts at least 2 ms, so a pump that checks its 7 ms deadline before each start
+    // runs 4 at most (starting at 0, >= 2, >= 4 and >= 6 ms); one that did not would run them
+    // all. (The tasks' own start times are no test of it: a task reads the clock after the pump
+    // decided to start it, later still on a loaded or emulated machine.)
     starts.clear();
     const auto begin = Clock::now();
     PumpResult some = host.RunFor(7ms);
-    const auto deadline = begin + 7ms;
     REQUIRE(some.ran >= 1);
+    REQUIRE(some.ran <= 4);
     REQUIRE(some.ran == starts.size());
-    for (std::size_t i = 1; i < starts.size(); ++i)
-        REQUIRE(starts[i] < deadline);
-    REQUIRE(some.ran < 19); // 2 ms tasks cannot all fit in 7 ms
+    REQUIRE(starts.front() >= begin);
     REQUIRE(some.pending == 20 - 1 - some.ran);
     host.RunUntilIdle();
     REQUIRE(starts.size() == 19);
