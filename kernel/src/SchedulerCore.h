@@ -399,7 +399,7 @@ void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* ta
 // What a context does first when it runs again: the action the context before it left.
 // `worker` is the switch's message: the worker of the thread this context now runs on.
 // A plain suspend, by far the most common action, is handled here without a call. With the
-// x86-64 switch it runs inside the switch (SwitchContextThen), so a suspended task continues
+// assembly switch it runs inside the switch (SwitchContextThen), so a suspended task continues
 // straight in the code that suspended; elsewhere right after SwitchContext returns. Running it
 // twice is harmless: it clears the action it runs.
 inline void AfterSwitchIn(Worker& worker) noexcept

@@ -14,10 +14,10 @@ extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 #define TC_INLINE_SWITCH 0
 #endif
 
-// The x86-64 switch can also run a step on the other side before it continues there
-// (SwitchContextThen); elsewhere -- AArch64, ucontext, the sanitizers' annotated switch -- the
-// caller runs that step after SwitchContext returns.
-#if TC_INLINE_SWITCH && defined(__x86_64__)
+// The assembly switch can also run a step on the other side before it continues there
+// (SwitchContextThen); elsewhere -- ucontext, the sanitizers' annotated switch -- the caller runs
+// that step after SwitchContext returns.
+#if TC_INLINE_SWITCH
 #define TC_SWITCH_RUNS_THEN 1
 extern "C" void* TC_SwitchContextThen(void** saveSp, void* loadSp, void* message,
                                       void (*then)(void*) noexcept) noexcept;
