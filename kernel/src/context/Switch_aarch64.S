@@ -8,12 +8,10 @@
  *   (ContextAsm.cpp mirrors it):
  *     [sp+0]   x19 x20 ... [sp+80] x29 x30   [sp+96] d8 ... d15   [sp+160] fpcr   (176 bytes)
  */
-    .text
-    .globl  TC_SwitchContext
-    .type   TC_SwitchContext, %function
-    .p2align 4
-TC_SwitchContext:
-    .cfi_startproc
+/* The part both entries share: saves the set above on the switcher's stack, stores sp to
+ * *x0, moves to the stack in x1 and restores the other side's set from its frame; sp is left at
+ * that frame (the caller pops it). */
+    .macro TC_SWITCH_FRAMES
     sub     sp, sp, #176
     stp     x19, x20, [sp, #0]
     stp     x21, x22, [sp, #16]
@@ -42,6 +40,15 @@ TC_SwitchContext:
     ldp     d10, d11, [sp, #112]
     ldp     d12, d13, [sp, #128]
     ldp     d14, d15, [sp, #144]
+    .endm
+
+    .text
+    .globl  TC_SwitchContext
+    .type   TC_SwitchContext, %function
+    .p2align 4
+TC_SwitchContext:
+    .cfi_startproc
+    TC_SWITCH_FRAMES
     add     sp, sp, #176
     mov     x0, x2
     ret
@@ -62,34 +69,7 @@ TC_SwitchContext:
     .p2align 4
 TC_SwitchContextThen:
     .cfi_startproc
-    sub     sp, sp, #176
-    stp     x19, x20, [sp, #0]
-    stp     x21, x22, [sp, #16]
-    stp     x23, x24, [sp, #32]
-    stp     x25, x26, [sp, #48]
-    stp     x27, x28, [sp, #64]
-    stp     x29, x30, [sp, #80]
-    stp     d8,  d9,  [sp, #96]
-    stp     d10, d11, [sp, #112]
-    stp     d12, d13, [sp, #128]
-    stp     d14, d15, [sp, #144]
-    mrs     x9, fpcr
-    str     x9, [sp, #160]
-    mov     x9, sp
-    str     x9, [x0]
-    mov     sp, x1
-    ldr     x9, [sp, #160]
-    msr     fpcr, x9
-    ldp     x19, x20, [sp, #0]
-    ldp     x21, x22, [sp, #16]
-    ldp     x23, x24, [sp, #32]
-    ldp     x25, x26, [sp, #48]
-    ldp     x27, x28, [sp, #64]
-    ldp     x29, x30, [sp, #80]
-    ldp     d8,  d9,  [sp, #96]
-    ldp     d10, d11, [sp, #112]
-    ldp     d12, d13, [sp, #128]
-    ldp     d14, d15, [sp, #144]
+    TC_SWITCH_FRAMES
     stp     x30, x2, [sp, #160]
     mov     x0, x2
     blr     x3

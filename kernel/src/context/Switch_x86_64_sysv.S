@@ -17,12 +17,12 @@
  *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
  *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
  */
-    .text
-    .globl  TC_SwitchContext
-    .type   TC_SwitchContext, @function
-    .p2align 4
-TC_SwitchContext:
-    .cfi_startproc
+/* The part both entries share: saves the callee-saved set and the control words on the
+ * switcher's stack, stores rsp to *rdi, moves to the stack in rsi and branches to the local
+ * label 2 when the control words there differ from the switcher's (TC_RELOAD_CONTROL_WORDS, out
+ * of line, reloads them and comes back to label 1). rsp then points at the other side's frame.
+ * r9 and r10 are scratch: rcx carries TC_SwitchContextThen's `then`. */
+    .macro TC_SAVE_AND_SWITCH_STACKS
     pushq   %rbp
     pushq   %rbx
     pushq   %r12
@@ -32,14 +32,30 @@ TC_SwitchContext:
     subq    $8, %rsp
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
-    movl    (%rsp), %ecx            /* ours, loaded at the width stored (no forwarding stall) */
+    movl    (%rsp), %r10d           /* ours, loaded at the width stored (no forwarding stall) */
     movzwl  4(%rsp), %r9d
     movq    %rsp, (%rdi)
     movq    %rsi, %rsp
-    cmpl    (%rsp), %ecx
+    cmpl    (%rsp), %r10d
     jne     2f
     cmpw    4(%rsp), %r9w
     jne     2f
+    .endm
+
+    .macro TC_RELOAD_CONTROL_WORDS
+2:
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    jmp     1b
+    .endm
+
+    .text
+    .globl  TC_SwitchContext
+    .type   TC_SwitchContext, @function
+    .p2align 4
+TC_SwitchContext:
+    .cfi_startproc
+    TC_SAVE_AND_SWITCH_STACKS
 1:
     addq    $8, %rsp
     popq    %r15
@@ -51,10 +67,7 @@ TC_SwitchContext:
     movq    %rdx, %rax              /* the message, returned on the other side */
     popq    %r8
     jmp     *%r8
-2:
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    jmp     1b
+    TC_RELOAD_CONTROL_WORDS
     .cfi_endproc
     .size   TC_SwitchContext, .-TC_SwitchContext
 
@@ -76,23 +89,7 @@ TC_SwitchContext:
     .p2align 4
 TC_SwitchContextThen:
     .cfi_startproc
-    pushq   %rbp
-    pushq   %rbx
-    pushq   %r12
-    pushq   %r13
-    pushq   %r14
-    pushq   %r15
-    subq    $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movl    (%rsp), %r10d
-    movzwl  4(%rsp), %r9d
-    movq    %rsp, (%rdi)
-    movq    %rsi, %rsp
-    cmpl    (%rsp), %r10d
-    jne     2f
-    cmpw    4(%rsp), %r9w
-    jne     2f
+    TC_SAVE_AND_SWITCH_STACKS
 1:
     /* rsp+8..rsp+56 hold r15..rbp: restore them, then reuse the control-word slot (rsp+0) for
      * the message while `then` runs. rsp is 16-byte aligned here: the frame sits right below
@@ -110,10 +107,7 @@ TC_SwitchContextThen:
     addq    $56, %rsp
     popq    %r8
     jmp     *%r8
-2:
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    jmp     1b
+    TC_RELOAD_CONTROL_WORDS
     .cfi_endproc
     .size   TC_SwitchContextThen, .-TC_SwitchContextThen
 
