@@ -101,6 +101,43 @@ TEST_CASE("OnSuspended runs after the task is off the processor, outside any tas
     }
 }
 
+TEST_CASE("OnSuspended has run before the context switched to continues (fresh or resumed)")
+{
+    // One worker, three switches of a suspend: C suspends while A, never run, is next (the
+    // switch enters a fresh context); A resumes C and suspends, so its switch goes straight to
+    // C (a context that ran before); C ends with nothing ready (the worker loop). Each side
+    // that continues must find the suspended task's OnSuspended done: the assembly switch runs
+    // it inside the switch, before the other side's code (SwitchContextThen).
+    Scheduler scheduler(1);
+    ProbeCallback c;
+    ProbeCallback a;
+    int callsSeenByFreshA = -1;
+    int callsSeenByResumedC = -1;
+    auto taskC = scheduler.Start(
+        [&]
+        {
+            SuspendTask(&c);
+            callsSeenByResumedC = a.calls.load();
+        });
+    auto taskA = scheduler.Start(
+        [&]
+        {
+            callsSeenByFreshA = c.calls.load();
+            ResumeTask(c.handle.exchange(nullptr)); // C is now this worker's next task
+            SuspendTask(&a);
+        });
+    taskC.Join();
+    SuspendedTask handleA = nullptr;
+    while ((handleA = a.handle.exchange(nullptr)) == nullptr)
+        std::this_thread::yield();
+    ResumeTask(handleA);
+    taskA.Join();
+    REQUIRE(callsSeenByFreshA == 1);
+    REQUIRE(callsSeenByResumedC == 1);
+    REQUIRE(c.calls == 1);
+    REQUIRE(a.calls == 1);
+}
+
 TEST_CASE("A resume that comes during OnSuspended (the re-check) is honoured")
 {
     Scheduler scheduler(1);
