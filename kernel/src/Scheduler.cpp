@@ -163,6 +163,24 @@ void AfterSwitchInStep(void* worker) noexcept
 }
 #endif
 
+// Every kernel switch: from `from` to `to`, handing over `worker` (the thread's). When this
+// context runs again it first does what the context it came from asked (AfterSwitchIn): inside
+// the switch with the assembly backend, so that a caller whose last call this is continues
+// straight in its own caller; after the switch returns elsewhere. Returns the worker of the
+// thread this context then runs on. `fromFinished`: `from` never runs again.
+[[gnu::always_inline]] inline Worker& SwitchTo(ExecutionContext& from, ExecutionContext& to,
+                                               Worker* worker, bool fromFinished = false) noexcept
+{
+#if TC_SWITCH_RUNS_THEN
+    (void)fromFinished; // only the sanitizers' annotated switch uses it
+    return *static_cast<Worker*>(SwitchContextThen(from, to, worker, &AfterSwitchInStep));
+#else
+    Worker& arrivedOn = *static_cast<Worker*>(SwitchContext(from, to, worker, fromFinished));
+    AfterSwitchIn(arrivedOn);
+    return arrivedOn;
+#endif
+}
+
 [[noreturn]] void TaskMain(void* argument, void* worker)
 {
     OnContextStarted();
@@ -643,17 +661,9 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
     worker.taskScope = ExecutorScope::Innermost();
     if (taskHooks)
         CallTaskHook(options.hooks.taskEnter, task);
-    // Back on the worker loop's own stack, on this thread: whichever task switched here left
-    // its action.
-#if TC_SWITCH_RUNS_THEN
-    Worker& self = *static_cast<Worker*>(
-        SwitchContextThen(worker.context, task->context, &worker, &AfterSwitchInStep));
-    self.current = nullptr;
-#else
-    Worker& self = *static_cast<Worker*>(SwitchContext(worker.context, task->context, &worker));
-    self.current = nullptr;
-    AfterSwitchIn(self);
-#endif
+    // Back on the worker loop's own stack, on this thread, once whichever task switched here
+    // has had its action done.
+    SwitchTo(worker.context, task->context, &worker).current = nullptr;
 }
 
 void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
@@ -1206,17 +1216,9 @@ void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerC
     }
     else
         worker->current = nullptr;
-#if TC_SWITCH_RUNS_THEN
-    // The last call, so a jump: when this task runs again (perhaps on another thread), the switch
-    // that brings it back runs the post action of the context it came from and continues
-    // straight in SwitchAway's caller.
-    SwitchContextThen(self->context, *destination, worker, &AfterSwitchInStep);
-#else
-    void* arrivedOn =
-        SwitchContext(self->context, *destination, worker, action == PostSwitch::Finish);
-    // Running again, perhaps on another thread: do what the context we came from asked.
-    AfterSwitchIn(*static_cast<Worker*>(arrivedOn));
-#endif
+    // The last call, so with the assembly backend a jump: when this task runs again (perhaps on
+    // another thread), it continues straight in SwitchAway's caller.
+    SwitchTo(self->context, *destination, worker, action == PostSwitch::Finish);
 }
 } // namespace TC::detail
 

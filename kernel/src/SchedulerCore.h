@@ -121,16 +121,14 @@ public:
     // too (HostWorkerOfThisThread), whatever it submits: starts, resumes, coroutines.
     void EnqueueFrom(Worker* worker, std::uintptr_t item, Priority priority)
     {
-        const auto p = static_cast<std::size_t>(priority);
+        if (LocalQueue* queue = OwnQueueFor(worker, priority))
+        {
+            queue->Push(item);
+            return;
+        }
         if (worker && worker->core == this)
         {
-            if (worker->local[p].IsEmpty() || sleepers_.load(std::memory_order_relaxed) == 0 ||
-                !HasWorkerThreads())
-            {
-                worker->local[p].Push(item);
-                return;
-            }
-            EnqueueShared(item, priority);
+            EnqueueShared(item, priority); // another worker sleeps and this one has work queued
             return;
         }
         EnqueueFromOutside(item, priority);
@@ -139,13 +137,21 @@ public:
     // item went to `worker`'s local queue without growing it; false leaves it to EnqueueFrom.
     bool TryEnqueueLocal(Worker* worker, std::uintptr_t item, Priority priority) noexcept
     {
+        LocalQueue* queue = OwnQueueFor(worker, priority);
+        return queue && queue->TryPush(item);
+    }
+    // The queue of `worker` (the calling thread's, or nullptr) that takes an item of `priority`
+    // when it is one of this core's workers, unless another worker sleeps while this one already
+    // has work queued (then the item goes where the sleeper can take it); else nullptr.
+    LocalQueue* OwnQueueFor(Worker* worker, Priority priority) noexcept
+    {
         if (!worker || worker->core != this)
-            return false;
+            return nullptr;
         LocalQueue& queue = worker->local[static_cast<std::size_t>(priority)];
         if (!queue.IsEmpty() && sleepers_.load(std::memory_order_relaxed) != 0 &&
             HasWorkerThreads())
-            return false;
-        return queue.TryPush(item);
+            return nullptr;
+        return &queue;
     }
     // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
     // host check stays off every resume's code).
