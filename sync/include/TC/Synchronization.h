@@ -7,6 +7,7 @@
 #include <TC/Synchronization/Barrier.h>
 #include <TC/Synchronization/Channel.h>
 #include <TC/Synchronization/ConditionVariable.h>
+#include <TC/Synchronization/Future.h>
 #include <TC/Synchronization/Latch.h>
 #include <TC/Synchronization/Mailbox.h>
 #include <TC/Synchronization/ManualResetEvent.h>

@@ -19,7 +19,8 @@ namespace TC::Synchronization
 // it gets to them, not atomically with its decrement, so a waiter that suspended after an early
 // Add could be resumed by that Done and return while the new round's count is not zero. (The
 // common shape -- the same task adds, starts the work and waits, round after round -- follows
-// the rule by itself.)
+// the rule by itself.) Checked mode fails an Add that takes the count up from zero while a
+// waiter is still suspended: it can only be one of the round before.
 //
 // Destruction: by any waiter as soon as its Wait returned (Wait returns only once every Add/Done
 // that was running has left the object), provided nobody adds to it or waits on it any more.
@@ -34,8 +35,16 @@ public:
     void Add(std::int64_t n = 1) noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
-        const std::int64_t after = count_.fetch_add(n) + n; // seq_cst: the state change
+#if TC_CHECKED
+        // Read before the count moves: a waiter of the new round cannot be suspended yet.
+        const bool waiterBefore = n > 0 && IsSuspended();
+#endif
+        const std::int64_t before = count_.fetch_add(n); // seq_cst: the state change
+        const std::int64_t after = before + n;
         TC_CHECK(after >= 0, "WaitGroup count never goes negative", "WaitGroup::Done/Add below 0");
+        TC_CHECK(!(before == 0 && waiterBefore),
+                 "a WaitGroup round starts after every Wait of the last one returned",
+                 "WaitGroup::Add took the count up from zero while a waiter was still suspended");
         if (after == 0)
             Resume();
     }
