@@ -77,6 +77,17 @@ inline ResumeNext(rn_h, rn_ok)
 /* AutoResetEvent::Set(). */
 inline Set(s_h, s_ok, s_was)
 {
+    /* Set 0: MayHaveWaiter() && ResumeNextUnordered(): a waiter already suspended takes the
+     * signal directly; the peek (stack head, then creator slot) is only a hint */
+    s_ok = false;
+    if
+    :: depth != 0 || creatorSlot != 0 -> ResumeNext(s_h, s_ok)
+    :: else
+    fi;
+    if
+    :: s_ok -> goto setDone
+    :: else
+    fi;
     do
     :: /* Set 1: signaled_.store(true) */
        signaled = true;
@@ -107,7 +118,8 @@ inline Set(s_h, s_ok, s_was)
 #else
        break
 #endif
-    od
+    od;
+setDone: skip
 }
 
 /* The waiter's publication (OnSuspended for the stack, CreatorCallback for the creator), then

@@ -22,6 +22,12 @@ public:
     // thread, also a callback. Never touches the object after the ResumeTask it makes.
     void Set() noexcept
     {
+        // A waiter already suspended takes the signal directly: the pop's two RMWs instead of
+        // five through the flag. Nothing this Set wrote must precede the peeks (it wrote nothing
+        // yet), so no fence; a waiter they miss, or one another resumer takes first, is handled
+        // by the flag below as before.
+        if (MayHaveWaiter() && ResumeNextUnordered())
+            return;
         for (;;)
         {
             signaled_.store(true); // seq_cst: pairs with the waiter's publish-then-re-check

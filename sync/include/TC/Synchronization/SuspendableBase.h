@@ -208,6 +208,14 @@ protected:
         return !waiters_.IsEmpty(std::memory_order_seq_cst) || creatorWaiter_.load() != nullptr;
     }
 
+    // A hint with no ordering: a waiter may be published now. For a resumer choosing between
+    // ResumeNext (whose fence and pop decide) and a path that handles a missed waiter anyway.
+    bool MayHaveWaiter() const noexcept
+    {
+        return !waiters_.IsEmpty(std::memory_order_relaxed) ||
+               creatorWaiter_.load(std::memory_order_relaxed) != nullptr;
+    }
+
     SuspendableBase() noexcept : creator_(detail::CreatorHandle()) {}
     virtual ~SuspendableBase()
     {
@@ -270,6 +278,14 @@ protected:
     bool ResumeNext() noexcept
     {
         std::atomic_thread_fence(std::memory_order_seq_cst); // as in Resume
+        return ResumeNextUnordered();
+    }
+
+    // As ResumeNext, but without ordering its peeks after the caller's earlier writes: for a
+    // resumer whose state change need not precede them, because it made none yet and handles a
+    // waiter this misses itself (AutoResetEvent::Set). Saves the fence's RMW.
+    bool ResumeNextUnordered() noexcept
+    {
         if (SuspendedTaskEntry* const entry = waiters_.Pop())
         {
             ResumeTask(SuspendedTask(entry));
