@@ -6,6 +6,7 @@
 // their suspension, so the broken rule is reached in a fixed order.
 
 #include "DeathTest.h"
+#include "SyncTestSupport.h"
 
 #include <catch2/catch.hpp>
 
@@ -47,40 +48,38 @@ TEST_CASE("The checked layer reports itself as checked")
     REQUIRE(IsCheckedBuild());
 }
 
+// Runs, in a child, `wait` in two tasks parked one after the other on one Primitive.
+template <class Primitive, class Wait>
+TestSupport::ChildResult TwoWaitersOn(Wait wait)
+{
+    return RunInChild(
+        [&]
+        {
+            Scheduler scheduler(0);
+            Primitive primitive;
+            auto first = StartAndPark(scheduler, [&] { wait(primitive); });
+            auto second = StartAndPark(scheduler, [&] { wait(primitive); });
+        });
+}
+
+// A Future with its Promise alive, so that waits on it suspend.
+struct PendingFuture
+{
+    Promise<int> promise;
+    Future<int> future = promise.GetFuture();
+};
+
 TEST_CASE("A second waiter on a _s event fails at once")
 {
-    auto result = RunInChild(
-        []
-        {
-            Scheduler scheduler(0);
-            AutoResetEvent_s event;
-            auto first = StartAndPark(scheduler, [&] { event.Wait(); });
-            auto second = StartAndPark(scheduler, [&] { event.Wait(); });
-        });
-    RequireRule(result, "one waiter at a time on a _s event");
-
-    auto manual = RunInChild(
-        []
-        {
-            Scheduler scheduler(0);
-            ManualResetEvent_s event;
-            auto first = StartAndPark(scheduler, [&] { event.Wait(); });
-            auto second = StartAndPark(scheduler, [&] { event.Wait(); });
-        });
-    RequireRule(manual, "one waiter at a time on a _s event");
+    const auto wait = [](auto& event) { event.Wait(); };
+    RequireRule(TwoWaitersOn<AutoResetEvent_s>(wait), "one waiter at a time on a _s event");
+    RequireRule(TwoWaitersOn<ManualResetEvent_s>(wait), "one waiter at a time on a _s event");
 }
 
 TEST_CASE("A second taker on a Mailbox (a Single primitive) fails at once")
 {
-    auto result = RunInChild(
-        []
-        {
-            Scheduler scheduler(0);
-            Mailbox<int> mailbox;
-            auto first = StartAndPark(scheduler, [&] { (void)mailbox.Take(); });
-            auto second = StartAndPark(scheduler, [&] { (void)mailbox.Take(); });
-        });
-    RequireRule(result, "one waiter at a time on a Single primitive");
+    RequireRule(TwoWaitersOn<Mailbox<int>>([](Mailbox<int>& mailbox) { (void)mailbox.Take(); }),
+                "one waiter at a time on a Single primitive");
 }
 
 TEST_CASE("A Latch counted below zero fails at once")
@@ -105,20 +104,8 @@ TEST_CASE("A WaitGroup taken below zero fails at once")
     RequireRule(result, "WaitGroup count never goes negative");
 }
 
-// A coroutine with no executor: resumed inline, inside the call that resumes it.
-struct Inline
-{
-    struct promise_type
-    {
-        Inline get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
-
-Inline WaitThenMaybeAdd(WaitGroup& group, bool addAtOnce)
+// A coroutine with no executor is resumed inline, inside the call that resumes it.
+TC::SyncTests::Fire WaitThenMaybeAdd(WaitGroup& group, bool addAtOnce)
 {
     co_await group.WaitAsync();
     if (addAtOnce)
@@ -159,16 +146,8 @@ TEST_CASE("A WaitGroup round started before the last round's waiters returned fa
 
 TEST_CASE("Two waiters on one Future fail at once")
 {
-    auto result = RunInChild(
-        []
-        {
-            Scheduler scheduler(0);
-            Promise<int> promise;
-            Future<int> future = promise.GetFuture();
-            auto first = StartAndPark(scheduler, [&] { (void)future.Wait(); });
-            auto second = StartAndPark(scheduler, [&] { (void)future.Wait(); });
-        });
-    RequireRule(result, "one waiter at a time on a Future");
+    RequireRule(TwoWaitersOn<PendingFuture>([](PendingFuture& p) { (void)p.future.Wait(); }),
+                "one waiter at a time on a Future");
 }
 
 TEST_CASE("Then on a Future that has a waiter fails at once")
@@ -199,99 +178,45 @@ TEST_CASE("A Future destroyed while waited on fails at once")
     RequireRule(result, "Future destroyed while waited on");
 }
 
+// Runs, in a child, `wait` as a task parked on a Primitive made from `args` on the heap (after
+// `before` on the converted main thread), then destroys the primitive; returns how it ended.
+template <class Primitive, class Before, class Wait, class... Args>
+TestSupport::ChildResult DestroyWhileWaitedOn(Before before, Wait wait, Args... args)
+{
+    return RunInChild(
+        [&]
+        {
+            Scheduler scheduler(0);
+            auto primitive = std::make_unique<Primitive>(args...);
+            before(*primitive);
+            auto waiter = StartAndPark(scheduler, [&] { wait(*primitive); });
+            primitive.reset();
+        });
+}
+
 TEST_CASE("Each primitive destroyed with a waiter suspended on it fails at once")
 {
     const char* rule = "destroy a primitive only when nobody waits on it";
-    SECTION("AutoResetEvent_s")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto event = std::make_unique<AutoResetEvent_s>();
-                            auto waiter = StartAndPark(scheduler, [&] { event->Wait(); });
-                            event.reset();
-                        }),
-                    rule);
-    }
-    SECTION("ManualResetEvent")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto event = std::make_unique<ManualResetEvent>();
-                            auto waiter = StartAndPark(scheduler, [&] { event->Wait(); });
-                            event.reset();
-                        }),
-                    rule);
-    }
-    SECTION("Latch")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto latch = std::make_unique<Latch>(1);
-                            auto waiter = StartAndPark(scheduler, [&] { latch->Wait(); });
-                            latch.reset();
-                        }),
-                    rule);
-    }
-    SECTION("Semaphore")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto semaphore = std::make_unique<Semaphore>(0);
-                            auto waiter = StartAndPark(scheduler, [&] { semaphore->Acquire(); });
-                            semaphore.reset();
-                        }),
-                    rule);
-    }
-    SECTION("Mutex")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto mutex = std::make_unique<Mutex>();
-                            mutex->lock(); // the converted main thread holds it
-                            auto waiter = StartAndPark(scheduler, [&] { mutex->lock(); });
-                            mutex.reset();
-                        }),
-                    rule);
-    }
-    SECTION("ConditionVariable")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            Mutex mutex;
-                            auto condition = std::make_unique<ConditionVariable>();
-                            auto waiter = StartAndPark(scheduler,
-                                                       [&]
-                                                       {
-                                                           std::unique_lock<Mutex> lock(mutex);
-                                                           condition->Wait(lock);
-                                                       });
-                            condition.reset();
-                        }),
-                    rule);
-    }
-    SECTION("Barrier")
-    {
-        RequireRule(RunInChild(
-                        []
-                        {
-                            Scheduler scheduler(0);
-                            auto barrier = std::make_unique<Barrier>(2);
-                            auto waiter =
-                                StartAndPark(scheduler, [&] { barrier->ArriveAndWait(); });
-                            barrier.reset();
-                        }),
-                    rule);
-    }
+    const auto nothing = [](auto&) {};
+    const auto wait = [](auto& primitive) { primitive.Wait(); };
+    RequireRule(DestroyWhileWaitedOn<AutoResetEvent_s>(nothing, wait), rule);
+    RequireRule(DestroyWhileWaitedOn<ManualResetEvent>(nothing, wait), rule);
+    RequireRule(DestroyWhileWaitedOn<WaitGroup>([](WaitGroup& group) { group.Add(1); }, wait),
+                rule);
+    RequireRule(DestroyWhileWaitedOn<Semaphore>(nothing, [](Semaphore& s) { s.Acquire(); }), rule);
+    // The converted main thread holds the mutex; the task queues behind it.
+    RequireRule(DestroyWhileWaitedOn<Mutex>([](Mutex& m) { m.lock(); }, [](Mutex& m) { m.lock(); }),
+                rule);
+    Mutex mutex;
+    RequireRule(DestroyWhileWaitedOn<ConditionVariable>(nothing,
+                                                        [&](ConditionVariable& condition)
+                                                        {
+                                                            std::unique_lock<Mutex> lock(mutex);
+                                                            condition.Wait(lock);
+                                                        }),
+                rule);
+    RequireRule(DestroyWhileWaitedOn<Latch>(nothing, wait, 1), rule);
+    RequireRule(DestroyWhileWaitedOn<Barrier>(
+                    nothing, [](Barrier& b) { b.ArriveAndWait(); }, 2),
+                rule);
 }
