@@ -15,6 +15,7 @@
 
 using namespace TC;
 using TestSupport::Detached;
+using TestSupport::RequireRule;
 using TestSupport::RunInChild;
 
 namespace
@@ -24,13 +25,6 @@ struct Keep final : ISuspendCallback
     std::atomic<SuspendedTask> task{nullptr};
     void OnSuspended(SuspendedTask t) noexcept override { task.store(t); }
 };
-
-void RequireRule(const TestSupport::ChildResult& result, const char* rule)
-{
-    INFO("child stderr: " << result.stderrText);
-    REQUIRE(result.aborted);
-    REQUIRE(result.stderrText.find(std::string("TC checked mode: ") + rule) != std::string::npos);
-}
 } // namespace
 
 TEST_CASE("The checked kernel reports itself as checked")

@@ -2,6 +2,8 @@
 // Runs a body in a child process and reports how it ended and what it printed to stderr, so a
 // test can assert that checked mode failed with the right message.
 
+#include <catch2/catch.hpp>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -45,5 +47,13 @@ ChildResult RunInChild(Body body)
     result.aborted = WIFSIGNALED(status);
     result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
+}
+
+// Requires that the child aborted with checked mode's message naming `rule`.
+inline void RequireRule(const ChildResult& result, const char* rule)
+{
+    INFO("child stderr: " << result.stderrText);
+    REQUIRE(result.aborted);
+    REQUIRE(result.stderrText.find(std::string("TC checked mode: ") + rule) != std::string::npos);
 }
 } // namespace TestSupport

@@ -13,8 +13,6 @@
 #include <TC/Core.h>
 #include <TC/Synchronization.h>
 
-#include <coroutine>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,17 +20,11 @@
 
 using namespace TC;
 using namespace TC::Synchronization;
+using TestSupport::RequireRule;
 using TestSupport::RunInChild;
 
 namespace
 {
-void RequireRule(const TestSupport::ChildResult& result, const char* rule)
-{
-    INFO("child stderr: " << result.stderrText);
-    REQUIRE(result.aborted);
-    REQUIRE(result.stderrText.find(std::string("TC checked mode: ") + rule) != std::string::npos);
-}
-
 // Starts `body` as a task on a host-pumped scheduler and runs it until it suspends.
 template <class Body>
 JoinHandle StartAndPark(Scheduler& scheduler, Body body)
