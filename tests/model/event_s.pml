@@ -74,8 +74,12 @@ proctype OnSuspended(byte h)
 /* Wait(): task only, one waiter at a time. */
 inline Wait(w_h, w_ok)
 {
-    /* Wait 1: fast path, CAS SIGNALED -> EMPTY */
-    CAS(SIGNALED, EMPTY, w_ok);
+    /* Wait 1: fast path, a load and, if SIGNALED, CAS SIGNALED -> EMPTY */
+    d_step { assert(!destroyed); w_ok = (state == SIGNALED) };
+    if
+    :: w_ok -> CAS(SIGNALED, EMPTY, w_ok)
+    :: else
+    fi;
     if
     :: w_ok
     :: else ->
@@ -93,10 +97,11 @@ inline Set(s_s, s_ok)
     /* Set 1: load the word */
     :: d_step { assert(!destroyed); s_s = state };
         if
-        :: s_s == SIGNALED -> break     /* already set */
-        :: s_s == EMPTY ->
-            /* Set 2: CAS EMPTY -> SIGNALED; on failure reload and retry */
-            CAS(EMPTY, SIGNALED, s_ok);
+        :: s_s == SIGNALED || s_s == EMPTY ->
+            /* Set 2: CAS EMPTY -> SIGNALED, or SIGNALED -> SIGNALED (an already set event is
+               written again: the RMW that hands this Set's data to the consuming waiter, which
+               only a weak memory model tells apart from no write); on failure reload, retry */
+            CAS(s_s, SIGNALED, s_ok);
             if
             :: s_ok -> break
             :: else

@@ -14,10 +14,14 @@ namespace TC::Synchronization
 // one compare-exchange, and neither Set nor the waiter touches the object after the RMW that
 // hands the waiter over. Destruction: by the waiter as soon as its Wait returned (the usual
 // "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
-// Set is running. Cost: a Set+Wait pair that does not suspend is one RMW (Set's) plus the
-// waiter's load and store -- one waiter at a time is what lets TryWait clear the word without
-// an RMW; one that suspends adds one for publishing. Calling TryWait or Wait from two threads at
-// once breaks that rule (both may pass one Set); use AutoResetEvent for several waiters.
+// Set is running. Cost: a Set+Wait pair that does not suspend is two RMWs, Set's and the
+// waiter's consume; a waiter that finds no signal skips the consume (a load says so) and
+// publishes itself with one. Every Set is an RMW, also on a set event, and so is every consume:
+// the waiter that passes reads the last Set's write and sees what each Set it coalesces wrote
+// before it (a Set that only looked at a set event, or a consume that only loaded and stored,
+// let a waiter pass with an older Set's data and then wait on an unset event -- a lost wake-up).
+// Calling TryWait or Wait from two threads at once breaks the one-waiter rule; use
+// AutoResetEvent for several waiters.
 class AutoResetEvent_s : public detail::OneWordEvent<true>
 {
 public:

@@ -19,8 +19,8 @@ namespace TC::Synchronization::detail
 // The word is kUnset, kSet, or the address of the newest suspended waiter's SuspendedTaskEntry
 // (entries are pointer-aligned, so neither constant is a valid address); with ManyWaiters the
 // older waiters hang off that entry through its `next` link, oldest last. Every access by a
-// waiter or setter is one access of the word (an RMW, or the passing waiter's load-then-store of
-// TryWait) and the last of the object: nothing of the event is touched after the RMW that
+// waiter or setter is one access of the word (an RMW; a waiter's look before it may be a load)
+// and the last of the object: nothing of the event is touched after the RMW that
 // publishes the waiter or claims the waiters. That is what lets a waiter destroy the event as
 // soon as its wait returns. It also makes a manual-reset Set claim exactly the waiters suspended
 // when it opened the event: one exchange does both, so a waiter that suspends after a later Reset
@@ -46,15 +46,19 @@ public:
             std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
             for (;;)
             {
-                if (word == kSet)
-                    return;
-                const std::uintptr_t desired = word == kUnset ? kSet : kUnset;
+                // A Set that finds the event set still writes kSet over it, through the CAS:
+                // the waiter that consumes the signal reads this write (its consume is an RMW
+                // too), so it sees what our caller wrote before Set. Returning on the load
+                // alone lost that: the waiter could consume the earlier Set's signal, read the
+                // data as it was then, and wait again on an unset event (store buffering: our
+                // load and the waiter's load both read the old values).
+                const std::uintptr_t desired = word == kUnset || word == kSet ? kSet : kUnset;
                 // acq_rel: acquire the waiter's publication, release our state to the waiter.
                 if (word_.compare_exchange_weak(word, desired, std::memory_order_acq_rel,
                                                 std::memory_order_relaxed))
                     break;
             }
-            if (word != kUnset)
+            if (word != kUnset && word != kSet)
                 ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
         }
         else
@@ -100,16 +104,16 @@ public:
     {
         if constexpr (AutoReset)
         {
-            // A load and a plain store, no RMW: with one waiter at a time, nobody else moves
-            // the word away from kSet between them -- a Set finds it set and leaves it, a Reset
-            // or OnTimeout writes kUnset too (OnTimeout concerns a published entry, and the
-            // waiter calling this has none). Sets landing in the window coalesce with the one
-            // consumed, as Sets on a set event do. acquire: what the setter wrote before Set is
-            // visible to the waiter that passes.
-            if (word_.load(std::memory_order_acquire) != kSet)
-                return false;
-            word_.store(kUnset, std::memory_order_relaxed);
-            return true;
+            // The consume is an RMW, so it reads the last Set's write (a Set on a set event
+            // writes kSet again) and sees what every Set it coalesces wrote before it. A load
+            // then a plain store read an older Set's write and lost the newer one's data.
+            // acquire: what the setters wrote before Set is visible to the waiter that passes.
+            // The load first: a waiter that finds no signal goes on to publish itself with an
+            // RMW that re-reads the word, so a stale "unset" here costs nothing but that.
+            std::uintptr_t expected = kSet;
+            return word_.load(std::memory_order_relaxed) == kSet &&
+                   word_.compare_exchange_strong(expected, kUnset, std::memory_order_acquire,
+                                                 std::memory_order_relaxed);
         }
         else
         {
