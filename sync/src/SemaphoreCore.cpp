@@ -42,10 +42,7 @@ void SemaphoreCore::Node::OnSuspended(SuspendedTask handle) noexcept
         std::lock_guard guard(owner.lock_);
         owner.list_.PushBack(this);
         owner.waiters_.fetch_add(1); // seq_cst: publish, then re-check the count below
-        if (owner.TryAcquire())
-            result = kAcquired;
-        else if (owner.closed_.load())
-            result = kClosed;
+        result = static_cast<std::uint32_t>(owner.TryAcquireOrClosed());
         if (result != 0)
         {
             owner.list_.Remove(this);

@@ -645,3 +645,69 @@ TEST_CASE("Stress: Channel MPMC, bounded and unbounded", "[stress][channel]")
         ChannelMpmcStress<SlotValue>();
     }
 }
+
+TEST_CASE("Stress: a value sent before Close is received, never dropped as closed and drained",
+          "[stress][channel]")
+{
+    // Each round a fresh channel: one thread Sends then Closes it while this one Receives, each
+    // after a short random spin so that the three land in every order. Receive must return the
+    // value -- it was sent before the Close -- yet 0.01% of rounds said "closed and drained" while
+    // the receiver looked at the count before the Send and at the flag after the Close (the count
+    // is now read again once the flag says closed).
+    const std::int64_t rounds = Scaled(2000000);
+    std::atomic<Channel<int>*> current{nullptr};
+    std::atomic<std::int64_t> started{0};
+    std::atomic<std::int64_t> finished{0};
+    auto spin = [](std::uint32_t& seed)
+    {
+        seed = seed * 1103515245u + 12345u;
+        for (std::uint32_t i = (seed >> 16) % 40; i > 0; --i)
+        {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            asm volatile("yield");
+#else
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+        }
+    };
+    std::thread sender(
+        [&]
+        {
+            std::uint32_t seed = 1;
+            for (std::int64_t round = 1; round <= rounds; ++round)
+            {
+                while (started.load(std::memory_order_acquire) != round)
+                {
+                }
+                Channel<int>* channel = current.load(std::memory_order_relaxed);
+                spin(seed);
+                channel->Send(42);
+                channel->Close();
+                finished.store(round, std::memory_order_release);
+            }
+        });
+    std::int64_t dropped = 0;
+    std::int64_t received = 0;
+    std::uint32_t seed = 7;
+    for (std::int64_t round = 1; round <= rounds; ++round)
+    {
+        Channel<int> channel;
+        current.store(&channel, std::memory_order_relaxed);
+        started.store(round, std::memory_order_release);
+        spin(seed);
+        const std::optional<int> value = channel.Receive();
+        while (finished.load(std::memory_order_acquire) != round)
+        {
+        }
+        int left = 0;
+        if (value)
+            ++received;
+        else if (channel.TryReceive(left) == ChannelStatus::Ok)
+            ++dropped; // "closed and drained" with the value still inside
+    }
+    sender.join();
+    CHECK(dropped == 0);
+    CHECK(received == rounds);
+}

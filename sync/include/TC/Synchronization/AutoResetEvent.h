@@ -30,7 +30,11 @@ public:
             return;
         for (;;)
         {
-            signaled_.store(true); // seq_cst: pairs with the waiter's publish-then-re-check
+            // seq_cst: pairs with the waiter's publish-then-re-check. An exchange, not a store:
+            // as an RMW it continues the release sequence of a Set already pending, so the
+            // waiter that consumes the coalesced signal sees what both setters wrote (a store
+            // would cut the earlier one off in the C++ model; on x86 both are one xchg).
+            (void)signaled_.exchange(true);
             if (!IsSuspendedAfterSeqCstChange()) // seq_cst loads, no fence: see SuspendableBase
                 return; // a waiter that publishes later finds the signal in its re-check
             if (!signaled_.exchange(false))

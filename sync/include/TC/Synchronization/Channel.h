@@ -129,8 +129,10 @@ public:
     // Never suspends: Ok (value in `out`), Empty or Closed (and drained).
     ChannelStatus TryReceive(T& out)
     {
-        if (!core_.items.TryAcquire())
-            return core_.IsClosed() ? ChannelStatus::Closed : ChannelStatus::Empty;
+        const detail::AcquireResult result = core_.items.TryAcquireOrClosed();
+        if (result != detail::AcquireResult::Acquired)
+            return result == detail::AcquireResult::Closed ? ChannelStatus::Closed
+                                                           : ChannelStatus::Empty;
         out = *Extract();
         return ChannelStatus::Ok;
     }

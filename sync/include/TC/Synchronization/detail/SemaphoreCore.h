@@ -43,11 +43,30 @@ public:
 
     bool TryAcquire() noexcept
     {
-        std::int64_t count = count_.load(std::memory_order_relaxed); // the CAS decides
+        // seq_cst, not relaxed, although the CAS decides when there is a permit: a waiter's
+        // re-check after publishing itself is this load, and when it reads no permit it must
+        // take part in the store-buffering pair with Release (its fetch_add then its load of
+        // waiters_). Relaxed, both could read the old values on AArch64 without LSE (an LL/SC
+        // publish is no barrier) and the waiter would sleep beside a permit. A plain load on x86.
+        std::int64_t count = count_.load();
         while (count > 0)
             if (count_.compare_exchange_weak(count, count - 1)) // seq_cst: pairs with Release
                 return true;
         return false;
+    }
+
+    // Acquired if a permit is there; Closed if the core is closed and none is left; else
+    // Pending. The count is looked at again once closed_ reads true: a permit released before
+    // the Close is visible from then on (the load synchronizes with Close's store), but it may
+    // have landed after the first look, and answering Closed then would strand it -- a Channel
+    // value sent before Close, dropped by a Receive that said "closed and drained".
+    AcquireResult TryAcquireOrClosed() noexcept
+    {
+        if (TryAcquire())
+            return AcquireResult::Acquired;
+        if (!closed_.load())
+            return AcquireResult::Pending;
+        return TryAcquire() ? AcquireResult::Acquired : AcquireResult::Closed;
     }
 
     // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
@@ -146,10 +165,7 @@ private:
     // The non-suspending part of an acquire; sets node.status when it decides.
     bool Ready(WaitNode& node) noexcept
     {
-        if (TryAcquire())
-            node.status = static_cast<std::uint32_t>(AcquireResult::Acquired);
-        else if (closed_.load())
-            node.status = static_cast<std::uint32_t>(AcquireResult::Closed);
+        node.status = static_cast<std::uint32_t>(TryAcquireOrClosed());
         return node.status != 0;
     }
 
