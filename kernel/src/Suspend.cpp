@@ -78,7 +78,17 @@ inline void RescheduleTask(Task* task) noexcept
 {
     ReachRacePoint(RacePoint::BeforeResume, *entry);
     if (TimerNode* timer = entry->timer_)
-        NoteTimerResume(*timer);
+    {
+        if (IsParkedCoroutine(*entry))
+        {
+            // Its executor may drop the frame that holds the node: submitted only once the
+            // timer service cannot touch the node (Timers.h), by us or by whoever holds it.
+            if (!ReleaseTimerForResume(*timer))
+                return;
+        }
+        else
+            NoteTimerResume(*timer); // the waiter settles its node itself when it runs
+    }
     Reschedule(entry);
 }
 
@@ -251,7 +261,11 @@ bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCa
     CallOnSuspended(entry);
     const bool stay = !inlineResume.requested;
     inlineResume = saved;
-    ArmTimer(timer); // after this, a resumed coroutine may already be running elsewhere
+    // Read before arming: once armed, a resume may submit the coroutine and its executor may
+    // drop the frame, this entry and node with it.
+    const bool parked = entry.executor_ != nullptr;
+    if (ArmTimer(timer) && parked)
+        Reschedule(&entry); // a resume during OnSuspended left the submission to us: last access
     return stay;
 }
 

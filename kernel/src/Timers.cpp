@@ -98,15 +98,16 @@ public:
 
     bool Enabled() const noexcept { return enabled_.load(std::memory_order_acquire); }
 
-    void Arm(TimerNode& node) noexcept
+    bool Arm(TimerNode& node) noexcept
     {
         bool notify = false;
+        bool resumed = false;
         {
             std::lock_guard lock(lock_);
             std::uint32_t state = node.state.load(std::memory_order_acquire);
             for (;;)
             {
-                const bool resumed = (state & kTimerResumed) != 0;
+                resumed = (state & kTimerResumed) != 0;
                 if (!resumed)
                 {
                     node.child = node.sibling = node.prev = nullptr;
@@ -115,7 +116,9 @@ public:
                     // it awake; so re-arming after a cancelled wait usually wakes nobody.
                     notify = node.deadline < sleepingUntil_;
                 }
-                const std::uint32_t desired = (state & ~kTimerArming) | (resumed ? 0 : kTimerArmed);
+                // Resumed first: never armed, so nobody will touch the node again (Done).
+                const std::uint32_t desired =
+                    (state & ~kTimerArming) | (resumed ? kTimerDone : kTimerArmed);
                 // A ResumeTask may set kTimerResumed concurrently (it does not take the lock).
                 if (node.state.compare_exchange_strong(state, desired, std::memory_order_acq_rel,
                                                        std::memory_order_acquire))
@@ -127,6 +130,35 @@ public:
         }
         if (notify)
             wake_.notify_one();
+        return resumed;
+    }
+
+    // A parked coroutine's resume (Timers.h): true when the caller may submit it now.
+    bool ReleaseForResume(TimerNode& node) noexcept
+    {
+        const std::uint32_t before = node.state.fetch_or(kTimerResumed, std::memory_order_acq_rel);
+        if (before & kTimerArming)
+            return false; // ArmTimer will see the mark, arm nothing, and its caller submits
+        if (before & kTimerDone)
+            return true; // fired, OnTimeout answered false, and the timer thread let go
+        if (before & kTimerFiring)
+            return false; // in OnTimeout: the timer thread submits once it lets go
+        {
+            std::lock_guard lock(lock_);
+            const std::uint32_t state = node.state.load(std::memory_order_acquire);
+            if (state & kTimerArmed)
+            {
+                // Out of the heap under the lock; nobody else writes the word now.
+                Remove(node);
+                node.state.store((state & ~kTimerArmed) | kTimerDone, std::memory_order_relaxed);
+                return true;
+            }
+        }
+        // The timer thread took it out after our mark, so it only marks it done (Fire): a
+        // moment's wait, with no callback in it.
+        while (!(node.state.load(std::memory_order_acquire) & kTimerDone))
+            CpuRelax();
+        return true;
     }
 
     // The waiter runs again: make sure the timer thread is done with its node.
@@ -239,10 +271,12 @@ private:
     {
         if (state & kTimerResumed)
         {
+            // The resumer came first; it (or the waiter, settling) waits for this mark.
             node.state.fetch_or(kTimerDone, std::memory_order_release);
             return;
         }
         SuspendedTaskEntry* entry = node.entry;
+        const bool parked = IsParkedCoroutine(*entry); // read while the frame surely lives
         ThreadState& thread = CurrentThread();
         ++thread.callbackDepth;
         const bool tookBack = entry->callback_->OnTimeout(SuspendedTask(entry));
@@ -250,8 +284,11 @@ private:
         if (!tookBack)
         {
             // A resumer has the handle; its ResumeTask makes the waiter runnable, and the waiter
-            // waits in SettleTimer until this store.
-            node.state.fetch_or(kTimerDone, std::memory_order_release);
+            // waits in SettleTimer until this mark. A parked coroutine's resumer that found us
+            // firing left the submission to us (ReleaseForResume): this RMW tells.
+            const std::uint32_t before = node.state.fetch_or(kTimerDone, std::memory_order_acq_rel);
+            if (parked && (before & kTimerResumed))
+                Reschedule(entry); // the last access to the entry
             return;
         }
 #if TC_CHECKED
@@ -293,9 +330,14 @@ void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) 
     entry.timer_ = &node;
 }
 
-void ArmTimer(TimerNode& node) noexcept
+bool ArmTimer(TimerNode& node) noexcept
 {
-    TimerService::Instance().Arm(node);
+    return TimerService::Instance().Arm(node);
+}
+
+bool ReleaseTimerForResume(TimerNode& node) noexcept
+{
+    return TimerService::Instance().ReleaseForResume(node);
 }
 
 bool SettleTimer(SuspendedTaskEntry& entry, TimerNode& node) noexcept

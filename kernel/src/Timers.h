@@ -11,6 +11,13 @@
 //   kTimerDone    the timer thread is finished with it
 // The waiter, once it runs again, calls SettleTimer, which returns only when no other thread
 // can touch the node any more; that is what lets the node live on the waiter's stack or frame.
+//
+// A parked coroutine (one with an executor) is different: the executor may drop its frame, and
+// the node in it, instead of resuming it (a closed strand does). So it is submitted only once
+// nothing can touch the node: by the resumer after taking the node out of the heap (or after
+// the timer thread is done with it), or -- when the resumer finds the node still arming or being
+// fired -- by whoever holds the node then, ArmTimer's caller or the timer thread, as its last act.
+// One RMW on the state word decides which.
 
 #include <TC/Duration.h>
 #include <TC/SuspendAsync.h>
@@ -30,9 +37,20 @@ std::int64_t SteadyNowNanoseconds() noexcept;
 
 // Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming.
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept;
-// After OnSuspended: puts the deadline in the heap unless a resume already arrived. Touches
-// neither node nor entry after its final state change.
-void ArmTimer(TimerNode& node) noexcept;
+// After OnSuspended: puts the deadline in the heap unless a resume already arrived, and returns
+// true in that case (a parked coroutine's caller then submits it). Touches neither node nor
+// entry after its final state change.
+bool ArmTimer(TimerNode& node) noexcept;
+// From ResumeTask for a parked coroutine: marks the node resumed and takes it out of the heap.
+// True: nothing can touch the node any more and the caller submits the coroutine. False: the
+// node is still arming or firing, and ArmTimer's caller or the timer thread submits it; the
+// caller must not touch the entry again.
+bool ReleaseTimerForResume(TimerNode& node) noexcept;
+// A coroutine with an executor, which may drop its frame rather than resume it.
+inline bool IsParkedCoroutine(const SuspendedTaskEntry& entry) noexcept
+{
+    return entry.kind_ == WaiterKind::Coroutine && entry.executor_ != nullptr;
+}
 // From ResumeTask, before the waiter is made runnable.
 inline void NoteTimerResume(TimerNode& node) noexcept
 {

@@ -11,7 +11,11 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 using namespace TC;
 using TestSupport::Detached;
@@ -243,4 +247,171 @@ TEST_CASE("A coroutine's timed wait: timeout and early resume, back on its execu
     scheduler.WaitForWork(1s);
     scheduler.RunPending();
     REQUIRE(result == 1);
+}
+
+namespace
+{
+// A coroutine whose frame, once freed, is kept filled with a pattern instead of being given
+// back, so that a later write into it -- by the timer thread, say -- shows. Its promise names
+// itself the chain's unowned root, so an executor that drops its ParkedWork destroys it.
+struct Droppable
+{
+    static constexpr unsigned char kFreed = 0xA5;
+    struct Freed
+    {
+        unsigned char* bytes;
+        std::size_t size;
+    };
+    static std::vector<Freed>& Quarantine()
+    {
+        static std::vector<Freed> freed;
+        return freed;
+    }
+    static std::mutex& QuarantineLock() // frames are dropped on the timer thread too
+    {
+        static std::mutex lock;
+        return lock;
+    }
+
+    struct promise_type
+    {
+        static void* operator new(std::size_t size) { return ::operator new(size); }
+        static void operator delete(void* frame, std::size_t size) noexcept
+        {
+            std::memset(frame, kFreed, size);
+            std::lock_guard lock(QuarantineLock());
+            Quarantine().push_back({static_cast<unsigned char*>(frame), size});
+        }
+        Droppable get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+        std::coroutine_handle<> UnownedRoot() const noexcept
+        {
+            return std::coroutine_handle<promise_type>::from_promise(
+                const_cast<promise_type&>(*this));
+        }
+    };
+
+    static std::size_t QuarantineSize()
+    {
+        std::lock_guard lock(QuarantineLock());
+        return Quarantine().size();
+    }
+
+    // Frees the quarantined frames; false if any was written after it was freed.
+    static bool ReleaseQuarantine()
+    {
+        std::lock_guard lock(QuarantineLock());
+        bool intact = true;
+        for (const Freed& frame : Quarantine())
+        {
+            for (std::size_t i = 0; i < frame.size; ++i)
+                intact &= frame.bytes[i] == kFreed;
+            ::operator delete(frame.bytes);
+        }
+        Quarantine().clear();
+        return intact;
+    }
+};
+
+Droppable TimedWaitToDrop(ISuspendCallback* callback, Duration timeout, std::atomic<int>* ran)
+{
+    (void)co_await SuspendTaskForAsync(callback, timeout);
+    ++*ran; // never: the executor drops every resumption
+}
+
+// Drops whatever it is handed, as a closed strand does: at once, or (holding) when told to.
+struct DroppingExecutor final : IExecutor
+{
+    using IExecutor::Submit;
+    void Submit(std::coroutine_handle<>) override { FAIL("a plain handle was submitted"); }
+    void Submit(ParkedWork work) override
+    {
+        ++submitted;
+        if (hold)
+            held.push_back(work);
+        else
+            work.Abandon();
+    }
+    void DropHeld()
+    {
+        for (ParkedWork& work : held)
+            work.Abandon();
+        held.clear();
+    }
+    bool hold = false;
+    std::vector<ParkedWork> held;
+    std::atomic<int> submitted{0};
+};
+
+struct ResumeInOnSuspended final : ISuspendCallback
+{
+    void OnSuspended(SuspendedTask task) noexcept override { ResumeTask(task); }
+};
+} // namespace
+
+TEST_CASE("A timed coroutine wait whose executor drops the resumed frame leaves no deadline behind")
+{
+    // The deadline's node lives in the frame. Before the fix, a resume handed the coroutine to
+    // its executor with the node still in the timer heap; an executor that dropped the frame
+    // (a closed strand) left the timer thread to write into freed memory at the deadline.
+    DroppingExecutor executor;
+    std::atomic<int> ran{0};
+    const auto deadline = 20ms;
+    std::size_t frames = 1;
+    SECTION("resumed after the deadline was armed, dropped at once")
+    {
+        SlotCallback callback;
+        {
+            ExecutorScope scope(&executor);
+            TimedWaitToDrop(&callback, deadline, &ran);
+        }
+        std::thread([&] { ResumeTask(callback.slot.exchange(nullptr)); }).join();
+        REQUIRE(executor.submitted == 1);
+    }
+    SECTION("resumed and queued, dropped later (a strand closed with it queued)")
+    {
+        executor.hold = true;
+        SlotCallback callback;
+        {
+            ExecutorScope scope(&executor);
+            TimedWaitToDrop(&callback, deadline, &ran);
+        }
+        ResumeTask(callback.slot.exchange(nullptr));
+        REQUIRE(executor.submitted == 1);
+        executor.DropHeld();
+    }
+    SECTION("resumed inside OnSuspended, before the deadline was armed")
+    {
+        ResumeInOnSuspended callback;
+        {
+            ExecutorScope scope(&executor);
+            TimedWaitToDrop(&callback, deadline, &ran);
+        }
+        REQUIRE(executor.submitted == 1);
+    }
+    SECTION("resumes racing the deadline: every wait is submitted once, by whoever holds it last")
+    {
+        constexpr int kWaits = 200;
+        frames = kWaits;
+        std::vector<std::unique_ptr<SlotCallback>> callbacks;
+        for (int i = 0; i < kWaits; ++i)
+        {
+            callbacks.push_back(std::make_unique<SlotCallback>());
+            ExecutorScope scope(&executor);
+            TimedWaitToDrop(callbacks.back().get(), std::chrono::microseconds(50 * (i % 40)), &ran);
+        }
+        for (auto& callback : callbacks)
+            if (SuspendedTask task = callback->slot.exchange(nullptr))
+                ResumeTask(task); // a resumer won; else OnTimeout took it back
+        for (int spins = 0; executor.submitted < kWaits && spins < 2000; ++spins)
+            std::this_thread::sleep_for(1ms);
+        REQUIRE(executor.submitted == kWaits);
+    }
+    std::this_thread::sleep_for(deadline + 30ms); // every deadline of this test has passed
+    REQUIRE(ran == 0);
+    REQUIRE(Droppable::QuarantineSize() == frames); // each frame was dropped, none resumed
+    REQUIRE(Droppable::ReleaseQuarantine());
 }
