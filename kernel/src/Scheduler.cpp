@@ -216,6 +216,63 @@ void AfterSwitchInStep(void* worker) noexcept
 
 constinit thread_local ThreadState threadState;
 
+namespace
+{
+// Guards every core's hostThreads_ and every thread's `host` changes by another thread: taken
+// only when a thread first pumps a scheduler, when a Scheduler is destroyed and when a thread
+// that pumped one exits.
+std::mutex& HostLock()
+{
+    static std::mutex lock;
+    return lock;
+}
+
+void DropHostLocked(ThreadState& thread) noexcept
+{
+    if (SchedulerCore* old = thread.host.load(std::memory_order_relaxed))
+        std::erase(old->HostThreads(), &thread);
+    thread.host.store(nullptr, std::memory_order_release);
+}
+
+// A thread that pumped a scheduler leaves its list when it exits (its state is freed then).
+struct HostThreadExit
+{
+    bool armed = false;
+    ~HostThreadExit()
+    {
+        if (!armed)
+            return;
+        std::lock_guard lock(HostLock());
+        DropHostLocked(threadState);
+    }
+};
+thread_local HostThreadExit hostThreadExit;
+} // namespace
+
+void SchedulerCore::BindHost(ThreadState& thread) noexcept
+{
+    hostThreadExit.armed = true;
+    std::lock_guard lock(HostLock());
+    DropHostLocked(thread);
+    try
+    {
+        hostThreads_.push_back(&thread);
+    }
+    catch (...)
+    {
+        return; // out of memory: this thread's waits do not pump the scheduler (nothing else)
+    }
+    thread.host.store(this, std::memory_order_release);
+}
+
+void SchedulerCore::UnbindHostThreads() noexcept
+{
+    std::lock_guard lock(HostLock());
+    for (ThreadState* thread : hostThreads_)
+        thread->host.store(nullptr, std::memory_order_release);
+    hostThreads_.clear();
+}
+
 ThreadState& CurrentThread() noexcept
 {
     ThreadState& state = threadState;
@@ -286,8 +343,6 @@ SchedulerCore::~SchedulerCore()
     // A submitter from outside may still be waking a worker for the task that finished last.
     while (enqueuing_.load(std::memory_order_acquire) != 0)
         std::this_thread::yield();
-    if (hostState_ && hostState_->host == this)
-        hostState_->host = nullptr;
     for (auto& worker : workers_)
         for (StackMemory& stack : worker->stackCache)
             stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
@@ -429,10 +484,25 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
             behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
+    const bool high = priority == Priority::High;
+    if (high)
+        sharedHigh_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
     TsanRelease(&queue);
     if (!queue.enqueue(item | behind))
+    {
+        if (high)
+            sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
         throw std::bad_alloc();
+    }
     WakeOne();
+}
+
+std::uintptr_t SchedulerCore::TakenFromShared(std::size_t priority, std::uintptr_t item) noexcept
+{
+    TsanAcquire(&global_[priority]);
+    if (priority == PriorityIndex(Priority::High))
+        sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+    return item;
 }
 
 std::uintptr_t SchedulerCore::FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept
@@ -464,8 +534,7 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
             std::uintptr_t item = 0;
             while (global_[p].try_dequeue(item))
             {
-                TsanAcquire(&global_[p]);
-                item &= kInboxItemMask; // never queued behind the inbox here (no workers)
+                item = TakenFromShared(p, item) & kInboxItemMask; // never behind the inbox here
                 try
                 {
                     worker.local[p].Push(item);
@@ -510,17 +579,11 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
                     return word & kInboxItemMask;
         }
         if (globalFirst && global_[p].try_dequeue(item))
-        {
-            TsanAcquire(&global_[p]);
-            return FromSharedQueue(worker, item);
-        }
+            return FromSharedQueue(worker, TakenFromShared(p, item));
         if ((item = worker.local[p].Pop()) != 0)
             return item;
         if (global_[p].try_dequeue(item))
-        {
-            TsanAcquire(&global_[p]);
-            return FromSharedQueue(worker, item);
-        }
+            return FromSharedQueue(worker, TakenFromShared(p, item));
     }
     return 0;
 }
@@ -757,8 +820,8 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     } binding{thread, thread.worker, worker, worker.threadState};
     thread.worker = &worker;
     worker.threadState = &thread;
-    thread.host = this;
-    hostState_ = &thread;
+    if (thread.host.load(std::memory_order_relaxed) != this)
+        BindHost(thread);
     if (worker.context.stackBottom == nullptr && worker.context.backend == nullptr)
         InitThreadContext(worker.context);
     ExecutorScope scope(owner); // once per pump call
@@ -1246,6 +1309,9 @@ Scheduler::Scheduler(unsigned workerCount)
 Scheduler::~Scheduler()
 {
     core_->Shutdown();
+    // Every thread that pumped it (the host, and this one if Shutdown pumped here) forgets it:
+    // a wait of theirs must not pump a core whose Scheduler is gone, even if handles keep it.
+    core_->UnbindHostThreads();
     // The core holds one count for this object: JoinHandles still holding finished tasks keep it
     // alive, and whoever drops the last count (here, or the last handle's release) deletes it.
     SchedulerCore* core = core_.release();

@@ -163,6 +163,15 @@ public:
     // `worker.deferred`, the worker's next pick).
     std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
+    // After a successful dequeue from global_[priority]: the bookkeeping every taker does.
+    std::uintptr_t TakenFromShared(std::size_t priority, std::uintptr_t item) noexcept;
+    // True when the shared queue may hold High work: a pick of Normal work of a worker's own
+    // (the direct switch, a finished task's stack handed on) must leave it to the loop, which
+    // takes High first. Relaxed: High work submitted concurrently has no place in line yet.
+    bool MayHaveSharedHigh() const noexcept
+    {
+        return sharedHigh_.value.load(std::memory_order_relaxed) != 0;
+    }
     // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
     // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
     static LocalQueue* NextLocalTaskQueue(Worker& worker) noexcept
@@ -191,7 +200,7 @@ public:
             const std::uintptr_t item = queue.Front();
             if (item == 0)
                 continue;
-            if (item & kCoroutineTag)
+            if (item & kCoroutineTag || (&queue != worker.local && MayHaveSharedHigh()))
                 return nullptr;
             queue.Pop();
             return reinterpret_cast<Task*>(item);
@@ -205,7 +214,7 @@ public:
         if (worker.fairnessCountdown <= 1 || worker.preferShared)
             return nullptr;
         LocalQueue* queue = NextLocalTaskQueue(worker);
-        if (!queue)
+        if (!queue || (queue != worker.local && MayHaveSharedHigh()))
             return nullptr;
         auto* task = reinterpret_cast<Task*>(queue->Front());
         if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
@@ -305,6 +314,15 @@ public:
     void FreeTask(Task* task) noexcept; // its block's owner lets go (EndForJoiner says who)
 
     void Shutdown();
+    // Makes this core the calling thread's host (its converted-thread waits pump it), in place
+    // of the one it pumped before.
+    void BindHost(ThreadState& thread) noexcept;
+    // ~Scheduler, after Shutdown: no thread's waits pump this core any more.
+    void UnbindHostThreads() noexcept;
+    std::vector<ThreadState*>& HostThreads() noexcept
+    {
+        return hostThreads_;
+    } // under the host lock
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
     // Starts and ends of tasks not counted on a worker of this core (from outside, moves).
@@ -345,6 +363,13 @@ private:
     void Idle(Worker& worker);
 
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
+    // High items in global_: counted before the enqueue and after the dequeue, so never below
+    // the true count. Its own line: written only when High work crosses the shared queue, read
+    // on every switch.
+    struct alignas(64) SharedHighCount
+    {
+        std::atomic<std::uint32_t> value{0};
+    } sharedHigh_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<int> sleepers_{0};
     // Own lines: every outside submitter writes enqueuing_ twice, and an idle worker polls
@@ -362,7 +387,9 @@ private:
     Parker* sleepList_ = nullptr;
     std::atomic<bool> hostBound_{false};
     std::thread::id hostThread_;
-    ThreadState* hostState_ = nullptr; // the host thread's state, unbound when this core goes
+    // Every thread whose `host` is this core (guarded by the global host lock, Scheduler.cpp):
+    // ~Scheduler clears their `host`, so none pumps this core once its Scheduler is gone.
+    std::vector<ThreadState*> hostThreads_;
     // Set by the host thread once a pump of every priority left nothing queued: from then on its
     // submissions outside a pump go to the host worker's own queue (SubmittingWorker). Not before,
     // so that they never overtake what it queued in the shared queue before it first pumped.

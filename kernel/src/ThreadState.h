@@ -4,6 +4,7 @@
 
 #include <TC/SuspendedTask.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace TC::detail
@@ -19,7 +20,10 @@ struct TaskIdentity
 struct ThreadState : TaskIdentity
 {
     Worker* worker = nullptr;     // set while this thread runs a worker loop or pumps a host scheduler
-    SchedulerCore* host = nullptr; // the host-pumped scheduler this thread pumps (its host)
+    // The host-pumped scheduler this thread pumped last (its host), which its converted-thread
+    // waits keep running. Written by this thread, and cleared by whichever thread destroys
+    // that scheduler or by this thread's exit (SchedulerCore::BindHost), so it is an atomic.
+    std::atomic<SchedulerCore*> host{nullptr};
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
     bool isWorkerThread = false;  // a scheduler's own worker thread
 };

@@ -40,7 +40,8 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     if (timed)
         ArmTimer(node);
 
-    SchedulerCore* host = thread.host;
+    // acquire: pairs with ~Scheduler's clearing; a wait begun after it never pumps the core.
+    SchedulerCore* host = thread.host.load(std::memory_order_acquire);
     Parker parker{&word};
     unsigned spins = 0;
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)

@@ -10,8 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <coroutine>
 #include <chrono>
+#include <coroutine>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -409,4 +410,76 @@ TEST_CASE("The host releases its tasks' handles after the scheduler is gone: the
         handle.Join(); // finished: returns at once, and frees the block
     handles.clear();
     REQUIRE(counting.released == counting.allocated);
+}
+
+TEST_CASE("A thread's waits stop pumping a host scheduler once it is destroyed, wherever")
+{
+    // A thread that pumped a scheduler runs its work while it waits (nested waits). Until
+    // 2026-12-04 it kept the scheduler's core as its host after the Scheduler was destroyed on
+    // another thread, or when a JoinHandle kept the core past ~Scheduler and then freed it from
+    // another thread: its next wait pumped freed memory (ASan: heap-use-after-free; Release: a
+    // crash once the memory was reused, as the allocations below make it).
+    Scheduler workers(1);
+    SECTION("destroyed on another thread")
+    {
+        auto* host = new Scheduler(0);
+        host->RunUntilIdle(); // this thread becomes its host
+        std::thread([host] { delete host; }).join();
+    }
+    SECTION("destroyed here, its core kept by a handle and freed on another thread")
+    {
+        auto* host = new Scheduler(0);
+        JoinHandle kept = host->Start([] {});
+        host->RunUntilIdle();
+        delete host;                                // the handle keeps the core
+        std::thread([&] { kept.Detach(); }).join(); // frees the core there
+    }
+    std::vector<void*> reuse;
+    for (int i = 0; i < 64; ++i)
+    {
+        reuse.push_back(::operator new(4096));
+        std::memset(reuse.back(), 0xAB, 4096);
+    }
+    JoinHandle sleeper = workers.Start([] { std::this_thread::sleep_for(20ms); });
+    sleeper.Join(); // a converted-thread wait of this thread: pumps no host now
+    for (void* block : reuse)
+        ::operator delete(block);
+    SUCCEED("the wait ended without touching the freed scheduler");
+}
+
+TEST_CASE("High work another thread queues runs before the host's own Normal tasks still queued")
+{
+    // While the host runs the first of 40 Normal tasks, another thread starts a High one: it
+    // must run next. Until 2026-12-04 each Normal task that ended handed its stack straight to
+    // the next Normal task of the host's own queue without looking at the shared High queue, so
+    // the High task ran 40th.
+    Scheduler host(0);
+    host.RunUntilIdle(); // nothing queued: the host's later starts go to its own queue
+    std::vector<int> order;
+    std::atomic<bool> highQueued{false};
+    std::thread submitter;
+    constexpr int kNormal = 40;
+    for (int i = 0; i < kNormal; ++i)
+        host.Start(
+                [&, i]
+                {
+                    order.push_back(i);
+                    if (i != 0)
+                        return;
+                    submitter = std::thread(
+                        [&]
+                        {
+                            TaskOptions high;
+                            high.priority = Priority::High;
+                            host.Start([&] { order.push_back(-1); }, high).Detach();
+                            highQueued = true;
+                        });
+                    while (!highQueued)
+                        std::this_thread::yield();
+                })
+            .Detach();
+    host.RunUntilIdle(Priority::Normal);
+    submitter.join();
+    REQUIRE(order.size() == kNormal + 1);
+    CHECK(order[1] == -1);
 }

@@ -165,7 +165,8 @@ private:
 // Submitting after the destructor started throws std::logic_error. A scheduler without workers
 // is best destroyed on its host thread: destroyed on another, its host thread must not resume
 // its tasks, submit to it or release its JoinHandles while the destructor runs (between pumps the
-// host queues on the host worker without atomics, and the destructor pumps that worker).
+// host queues on the host worker without atomics, and the destructor pumps that worker). Once
+// the destructor returned, no thread's waits pump it any more, wherever it was destroyed.
 class Scheduler final : public IExecutor
 {
 public:

@@ -29,8 +29,10 @@ inline constexpr std::size_t Large = 256 * 1024;
 // Deallocate only when it is destroyed, so in steady state neither member runs. Both may be
 // called from any thread of the scheduler. Allocate returns the lowest address of `size` bytes
 // (page-aligned); with StackGuard::Page the allocator must make the lowest page inaccessible.
-// Allocate throws std::bad_alloc (or another exception) on failure; the start that asked fails
-// with it and nothing else changes.
+// Allocate throws std::bad_alloc (or another exception) on failure. A stack is taken when a task
+// first runs (or at Start, for a callable too large for the task block): a task that cannot get
+// one ends without running and its Join rethrows the exception (a detached one terminates the
+// process with a message); a Start that needed a stack throws it. Nothing else changes.
 class IStackAllocator
 {
 public:
