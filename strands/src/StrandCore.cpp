@@ -528,9 +528,18 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
             DropAll(std::move(entries), count);
         }
         lock.lock();
-        --handOffs_;
+        HandOffFinished(lock);
         if (closed_)
             return ExitLocked();
+        // Posted while the queue was dropped (the lock was free then): this turn runs it, as
+        // with a batch not yet spent, rather than leave it queued behind an Idle pump.
+        if (count_ != 0)
+            return TurnEnd::Continue;
+        if (RetiresWhenDry())
+        {
+            lock.unlock(); // the registry's lock comes first; a keyed strand retires
+            return OnQueueDry();
+        }
         return IdleLocked();
     }
     lock.lock();

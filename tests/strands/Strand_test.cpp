@@ -408,3 +408,71 @@ TEST_CASE("An offer racing the seal is either run or handed back, never lost",
     CHECK(ran.load() == accepted);
     CHECK(handedBack >= 100);
 }
+
+namespace
+{
+// A callable that, when dropped unrun, has another thread post `late` to the strand: a post
+// that arrives while a refused pump drops its queue (the strand's lock is free then).
+struct PostsWhenDropped
+{
+    TC::Strand* strand;
+    std::atomic<bool>* lateRan;
+    bool armed = true;
+    PostsWhenDropped(TC::Strand* s, std::atomic<bool>* ran) : strand(s), lateRan(ran) {}
+    PostsWhenDropped(PostsWhenDropped&& other) noexcept
+        : strand(other.strand), lateRan(other.lateRan), armed(std::exchange(other.armed, false))
+    {
+    }
+    void operator()() { FAIL("a dropped callable ran"); }
+    ~PostsWhenDropped()
+    {
+        if (!armed)
+            return;
+        std::thread([s = strand, ran = lateRan] { s->Post([ran] { *ran = true; }); }).join();
+    }
+};
+} // namespace
+
+TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhile; a keyed strand "
+          "retires",
+          "[strands][strand]")
+{
+    // Until 2026-12-04 a post that arrived while the pump dropped the queue its base had refused
+    // was left queued behind an Idle pump (never run, Idle() false, WaitIdle() hanging), and a
+    // keyed strand stayed active in its registry with nothing queued.
+    SECTION("a plain strand")
+    {
+        TCTest::ManualExecutor base;
+        std::atomic<bool> lateRan{false};
+        TC::StrandOptions options;
+        options.batch = 1;
+        TC::Strand strand(base, options);
+        int first = 0;
+        strand.Post([&first] { ++first; });
+        strand.Post(PostsWhenDropped(&strand, &lateRan));
+        base.SetRefuse(true);
+        base.RunOne(); // runs the first; the re-submit is refused and the second is dropped
+        base.SetRefuse(false);
+        base.RunAll();
+        CHECK(first == 1);
+        CHECK(lateRan);
+        CHECK(strand.Idle());
+    }
+    SECTION("a keyed strand")
+    {
+        TCTest::ManualExecutor base;
+        TC::KeyedStrandsOptions<int> options;
+        options.batch = 1;
+        TC::KeyedStrands<int> strands(base, options);
+        int ran = 0;
+        strands.Post(1, [&ran] { ++ran; });
+        strands.Post(1, [&ran] { ++ran; });
+        base.SetRefuse(true);
+        base.RunOne(); // runs the first; the re-submit is refused and the second is dropped
+        base.SetRefuse(false);
+        base.RunAll();
+        CHECK(ran == 1);
+        CHECK(strands.Idle());
+        CHECK(strands.ActiveKeys() == 0);
+    }
+}
