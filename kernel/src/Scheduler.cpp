@@ -227,11 +227,11 @@ std::mutex& HostLock()
     return lock;
 }
 
-void DropHostLocked(ThreadState& thread) noexcept
+void DropHostLocked(ThreadState& thread, std::atomic<SchedulerCore*>& slot) noexcept
 {
-    if (SchedulerCore* old = thread.host.load(std::memory_order_relaxed))
+    if (SchedulerCore* old = slot.load(std::memory_order_relaxed))
         std::erase(old->HostThreads(), &thread);
-    thread.host.store(nullptr, std::memory_order_release);
+    slot.store(nullptr, std::memory_order_release);
 }
 
 // A thread that pumped a scheduler leaves its list when it exits (its state is freed then).
@@ -243,7 +243,8 @@ struct HostThreadExit
         if (!armed)
             return;
         std::lock_guard lock(HostLock());
-        DropHostLocked(threadState);
+        for (auto& slot : threadState.hosts)
+            DropHostLocked(threadState, slot);
     }
 };
 thread_local HostThreadExit hostThreadExit;
@@ -253,7 +254,18 @@ void SchedulerCore::BindHost(ThreadState& thread) noexcept
 {
     hostThreadExit.armed = true;
     std::lock_guard lock(HostLock());
-    DropHostLocked(thread);
+    std::atomic<SchedulerCore*>* free = nullptr;
+    for (auto& slot : thread.hosts)
+        if (!slot.load(std::memory_order_relaxed))
+        {
+            free = &slot;
+            break;
+        }
+    if (!free)
+    {
+        free = &thread.hosts[0]; // a fifth host replaces the first
+        DropHostLocked(thread, *free);
+    }
     try
     {
         hostThreads_.push_back(&thread);
@@ -262,14 +274,16 @@ void SchedulerCore::BindHost(ThreadState& thread) noexcept
     {
         return; // out of memory: this thread's waits do not pump the scheduler (nothing else)
     }
-    thread.host.store(this, std::memory_order_release);
+    free->store(this, std::memory_order_release);
 }
 
 void SchedulerCore::UnbindHostThreads() noexcept
 {
     std::lock_guard lock(HostLock());
     for (ThreadState* thread : hostThreads_)
-        thread->host.store(nullptr, std::memory_order_release);
+        for (auto& slot : thread->hosts)
+            if (slot.load(std::memory_order_relaxed) == this)
+                slot.store(nullptr, std::memory_order_release);
     hostThreads_.clear();
 }
 
@@ -820,7 +834,7 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     } binding{thread, thread.worker, worker, worker.threadState};
     thread.worker = &worker;
     worker.threadState = &thread;
-    if (thread.host.load(std::memory_order_relaxed) != this)
+    if (!thread.IsHostOf(this))
         BindHost(thread);
     if (worker.context.stackBottom == nullptr && worker.context.backend == nullptr)
         InitThreadContext(worker.context);

@@ -5,6 +5,7 @@
 #include <TC/SuspendedTask.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace TC::detail
@@ -20,10 +21,19 @@ struct TaskIdentity
 struct ThreadState : TaskIdentity
 {
     Worker* worker = nullptr;     // set while this thread runs a worker loop or pumps a host scheduler
-    // The host-pumped scheduler this thread pumped last (its host), which its converted-thread
-    // waits keep running. Written by this thread, and cleared by whichever thread destroys
-    // that scheduler or by this thread's exit (SchedulerCore::BindHost), so it is an atomic.
-    std::atomic<SchedulerCore*> host{nullptr};
+    // The schedulers without workers this thread has pumped (its hosts), whose work its
+    // converted-thread waits keep running: up to kMaxHosts, a further one replaces the first.
+    // Written by this thread, and cleared by whichever thread destroys such a scheduler or by
+    // this thread's exit (SchedulerCore::BindHost), so they are atomics.
+    static constexpr std::size_t kMaxHosts = 4;
+    std::atomic<SchedulerCore*> hosts[kMaxHosts]{};
+    bool IsHostOf(const SchedulerCore* core) const noexcept
+    {
+        for (const auto& host : hosts)
+            if (host.load(std::memory_order_relaxed) == core)
+                return true;
+        return false;
+    }
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
     bool isWorkerThread = false;  // a scheduler's own worker thread
 };

@@ -40,35 +40,51 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     if (timed)
         ArmTimer(node);
 
-    // acquire: pairs with ~Scheduler's clearing; a wait begun after it never pumps the core.
-    SchedulerCore* host = thread.host.load(std::memory_order_acquire);
-    Parker parker{&word};
+    // The schedulers this thread hosts: their work runs while it waits, so work pinned to the
+    // host cannot deadlock it. acquire: pairs with ~Scheduler's clearing; a wait begun after it
+    // never pumps the core.
+    SchedulerCore* hosts[ThreadState::kMaxHosts];
+    Parker parkers[ThreadState::kMaxHosts];
+    std::size_t hostCount = 0;
+    for (auto& slot : thread.hosts)
+        if (SchedulerCore* host = slot.load(std::memory_order_acquire))
+        {
+            parkers[hostCount].word = &word;
+            hosts[hostCount++] = host;
+        }
     unsigned spins = 0;
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)
     {
-        if (host)
-        {
-            // Nested wait: run the hosted scheduler's work while waiting.
-            if (host->Pump(64, Priority::Normal, 0, false).ran != 0)
-                continue;
-        }
+        // Nested wait: run the hosted schedulers' work while waiting.
+        bool ran = false;
+        for (std::size_t i = 0; i < hostCount; ++i)
+            ran |= hosts[i]->Pump(64, Priority::Normal, 0, false).ran != 0;
+        if (ran)
+            continue;
         if (++spins < kThreadSpinIterations)
         {
             CpuRelax();
             continue;
         }
-        if (host)
-        {
-            host->RegisterSleeper(parker);
-            host->StoreLoadBarrier();
-            if (!host->HasQueuedWork(Priority::Normal))
-                SleepOnWord(word, kWordResumed | kWordWork);
-            host->UnregisterSleeper(parker);
-        }
-        else
+        if (hostCount == 0)
         {
             SleepOnWord(word, kWordResumed);
+            continue;
         }
+        // Registered with every host before looking at their queues: a submission to any of
+        // them after the look wakes us.
+        for (std::size_t i = 0; i < hostCount; ++i)
+            hosts[i]->RegisterSleeper(parkers[i]);
+        bool work = false;
+        for (std::size_t i = 0; i < hostCount; ++i)
+        {
+            hosts[i]->StoreLoadBarrier();
+            work |= hosts[i]->HasQueuedWork(Priority::Normal);
+        }
+        if (!work)
+            SleepOnWord(word, kWordResumed | kWordWork);
+        for (std::size_t i = 0; i < hostCount; ++i)
+            hosts[i]->UnregisterSleeper(parkers[i]);
     }
     return timed ? SettleTimer(entry, node) : true;
 }

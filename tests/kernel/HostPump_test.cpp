@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -482,4 +484,45 @@ TEST_CASE("High work another thread queues runs before the host's own Normal tas
     submitter.join();
     REQUIRE(order.size() == kNormal + 1);
     CHECK(order[1] == -1);
+}
+
+TEST_CASE("A thread that hosts two schedulers runs the work of both while it waits")
+{
+    // Its converted-thread waits pumped only the scheduler it pumped last until 2026-12-04: a task
+    // it started on the other and then joined never ran (a deadlock).
+    std::atomic<bool> finished{false};
+    std::thread watchdog(
+        [&]
+        {
+            for (int i = 0; i < 2000 && !finished; ++i)
+                std::this_thread::sleep_for(10ms);
+            if (!finished)
+            {
+                std::fprintf(stderr, "two hosts: the join never returned (a deadlock)\n");
+                std::_Exit(1);
+            }
+        });
+    {
+        Scheduler first(0);
+        Scheduler second(0);
+        first.RunUntilIdle();
+        second.RunUntilIdle(); // this thread now hosts both
+        int ranOnFirst = 0;
+        int ranOnSecond = 0;
+        first.Start([&] { ++ranOnFirst; }).Join();   // queued on the host's own queue of `first`
+        second.Start([&] { ++ranOnSecond; }).Join(); // and of `second`
+        // A task of one that waits for a task of the other: both must run from this one wait.
+        JoinHandle relay = first.Start(
+            [&]
+            {
+                JoinHandle inner = second.Start([&] { ++ranOnSecond; });
+                inner.Join();
+                ++ranOnFirst;
+            });
+        relay.Join();
+        CHECK(ranOnFirst == 2);
+        CHECK(ranOnSecond == 2);
+    }
+    finished = true;
+    watchdog.join();
 }

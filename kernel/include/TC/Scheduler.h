@@ -152,7 +152,8 @@ private:
 // thread-local storage seen by a task may change across any wait. Without workers its host pumps
 // it; the first thread that pumps it becomes its host, and only that thread may pump it. A host
 // thread that waits on anything (a converted-thread wait) keeps running this scheduler's work
-// while it waits, to any depth, so work pinned to the host cannot deadlock it.
+// while it waits, to any depth, so work pinned to the host cannot deadlock it -- the work of
+// every scheduler it hosts, up to four (a fifth it pumps replaces the first of them there).
 //
 // Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
 // never runs work inline. On a scheduler with one worker or none, each thread's submissions of
