@@ -172,6 +172,11 @@ public:
     {
         return sharedHigh_.value.load(std::memory_order_relaxed) != 0;
     }
+    // A pick from `queue`, one of the worker's own, that must leave the choice to the loop.
+    bool LeavesPickToLoop(const Worker& worker, const LocalQueue& queue) const noexcept
+    {
+        return &queue != worker.local && MayHaveSharedHigh();
+    }
     // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
     // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
     static LocalQueue* NextLocalTaskQueue(Worker& worker) noexcept
@@ -200,7 +205,7 @@ public:
             const std::uintptr_t item = queue.Front();
             if (item == 0)
                 continue;
-            if (item & kCoroutineTag || (&queue != worker.local && MayHaveSharedHigh()))
+            if (item & kCoroutineTag || LeavesPickToLoop(worker, queue))
                 return nullptr;
             queue.Pop();
             return reinterpret_cast<Task*>(item);
@@ -214,7 +219,7 @@ public:
         if (worker.fairnessCountdown <= 1 || worker.preferShared)
             return nullptr;
         LocalQueue* queue = NextLocalTaskQueue(worker);
-        if (!queue || (queue != worker.local && MayHaveSharedHigh()))
+        if (!queue || LeavesPickToLoop(worker, *queue))
             return nullptr;
         auto* task = reinterpret_cast<Task*>(queue->Front());
         if (task->contextReady || task->stack.base != nullptr || task->stack.size != stackSize)
@@ -319,10 +324,8 @@ public:
     void BindHost(ThreadState& thread) noexcept;
     // ~Scheduler, after Shutdown: no thread's waits pump this core any more.
     void UnbindHostThreads() noexcept;
-    std::vector<ThreadState*>& HostThreads() noexcept
-    {
-        return hostThreads_;
-    } // under the host lock
+    // The threads whose host this core is; under the host lock (Scheduler.cpp).
+    std::vector<ThreadState*>& HostThreads() noexcept { return hostThreads_; }
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
     // Starts and ends of tasks not counted on a worker of this core (from outside, moves).

@@ -263,7 +263,7 @@ bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCa
     inlineResume = saved;
     // Read before arming: once armed, a resume may submit the coroutine and its executor may
     // drop the frame, this entry and node with it.
-    const bool parked = entry.executor_ != nullptr;
+    const bool parked = IsParkedCoroutine(entry);
     if (ArmTimer(timer) && parked)
         Reschedule(&entry); // a resume during OnSuspended left the submission to us: last access
     return stay;

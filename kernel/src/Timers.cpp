@@ -156,8 +156,7 @@ public:
         }
         // The timer thread took it out after our mark, so it only marks it done (Fire): a
         // moment's wait, with no callback in it.
-        while (!(node.state.load(std::memory_order_acquire) & kTimerDone))
-            CpuRelax();
+        WaitUntilDone(node);
         return true;
     }
 
@@ -185,15 +184,7 @@ public:
             }
         }
         if (state & kTimerFiring)
-        {
-            for (unsigned spins = 0; !(node.state.load(std::memory_order_acquire) & kTimerDone); ++spins)
-            {
-                if (spins < 1000)
-                    CpuRelax();
-                else
-                    std::this_thread::yield();
-            }
-        }
+            WaitUntilDone(node);
     }
 
 private:
@@ -207,6 +198,20 @@ private:
         wake_.notify_one();
         if (thread_.joinable())
             thread_.join();
+    }
+
+    // Until the timer thread marks the node Done; yields after a short spin, so a timer thread
+    // that lost its core gets it back.
+    static void WaitUntilDone(const TimerNode& node) noexcept
+    {
+        for (unsigned spins = 0; !(node.state.load(std::memory_order_acquire) & kTimerDone);
+             ++spins)
+        {
+            if (spins < 1000)
+                CpuRelax();
+            else
+                std::this_thread::yield();
+        }
     }
 
     void Remove(TimerNode& node) noexcept

@@ -6,6 +6,7 @@
 #include "SyncTestSupport.h"
 
 #include <TC/Synchronization.h>
+#include <TC/detail/SpinLock.h> // CpuRelax
 
 #include <catch2/catch.hpp>
 
@@ -662,15 +663,7 @@ TEST_CASE("Stress: a value sent before Close is received, never dropped as close
     {
         seed = seed * 1103515245u + 12345u;
         for (std::uint32_t i = (seed >> 16) % 40; i > 0; --i)
-        {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#elif defined(__aarch64__)
-            asm volatile("yield");
-#else
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-#endif
-        }
+            TC::detail::CpuRelax();
     };
     std::thread sender(
         [&]
