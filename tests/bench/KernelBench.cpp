@@ -12,6 +12,7 @@
 // is plain code and runs on any stack, and UseRealTime() makes the figure wall-clock time, which
 // is what a task's latency is to its user.
 
+#include "Scaling.h"
 #include "peers/Measure.h"
 
 #include <TC/Core.h>
@@ -232,6 +233,51 @@ void BM_TimedWaitResumedEarly(benchmark::State& state)
 }
 BENCHMARK(BM_TimedWaitResumedEarly)->UseRealTime();
 
+// BM_ScalingPingPongPairs_TC: range(0) independent client/server pairs, each the same-thread
+// ping-pong above, on a scheduler of range(0) workers; an item is one round trip of one pair.
+// Each pair is started by a root task that starts both sides from its worker, so a pair begins
+// on one worker: the figure shows whether the scheduler keeps independent work apart (ideal:
+// range(0) times the one-worker rate) or lets stealing split pairs across threads.
+constexpr int kPairRounds = 10'000;
+
+// One pair's two mailboxes, on cache lines of their own: pairs that shared a line would slow
+// each other down for a reason that is the benchmark's, not the scheduler's.
+struct alignas(128) PairMailboxes
+{
+    Mailbox requests;
+    Mailbox replies;
+};
+
+void BM_ScalingPingPongPairs_TC(benchmark::State& state)
+{
+    const auto pairs = static_cast<unsigned>(state.range(0));
+    TC::Scheduler scheduler(Workers(pairs));
+    std::vector<PairMailboxes> boxes(pairs);
+    std::vector<TC::JoinHandle> roots(pairs);
+    for (auto _ : state)
+    {
+        for (unsigned pair = 0; pair < pairs; ++pair)
+            roots[pair] = scheduler.Start(
+                [&, pair]
+                {
+                    PairMailboxes& box = boxes[pair];
+                    TC::JoinHandle server =
+                        scheduler.Start([&box] { Serve(box.requests, box.replies); });
+                    for (int round = 0; round < kPairRounds; ++round)
+                    {
+                        box.requests.Put(1);
+                        benchmark::DoNotOptimize(box.replies.Take());
+                    }
+                    box.requests.Put(-1);
+                    server.Join();
+                });
+        for (TC::JoinHandle& root : roots)
+            root.Join();
+    }
+    TCBench::ReportItems(state, static_cast<std::int64_t>(pairs) * kPairRounds);
+}
+BENCHMARK(BM_ScalingPingPongPairs_TC)->Apply(TCBench::WorkerCounts)->UseRealTime();
+
 // ---------------------------------------------------------------------------------------------
 // BM_SpawnJoin: a task on a one-worker scheduler starts 1000 empty tasks, then joins them all;
 // an item is one task started, run, finished and joined. Each task only counts itself, in a
@@ -309,9 +355,9 @@ std::int64_t Skynet(TC::Scheduler& scheduler, std::int64_t num, std::int64_t siz
     return sum;
 }
 
-void BM_Skynet_TC(benchmark::State& state)
+void RunSkynet(benchmark::State& state, unsigned workers)
 {
-    TC::Scheduler scheduler(Workers(2, TC::StackSize::Small));
+    TC::Scheduler scheduler(Workers(workers, TC::StackSize::Small));
     std::int64_t sum = 0;
     for (auto _ : state)
     {
@@ -321,7 +367,22 @@ void BM_Skynet_TC(benchmark::State& state)
     }
     TCBench::ReportItems(state, kSkynetTasks);
 }
+
+void BM_Skynet_TC(benchmark::State& state)
+{
+    RunSkynet(state, 2);
+}
 BENCHMARK(BM_Skynet_TC)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// BM_ScalingSkynet_TC: the same tree on range(0) workers.
+void BM_ScalingSkynet_TC(benchmark::State& state)
+{
+    RunSkynet(state, static_cast<unsigned>(state.range(0)));
+}
+BENCHMARK(BM_ScalingSkynet_TC)
+    ->Apply(TCBench::WorkerCounts)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------------
 // Memory rows: what one suspended waiter holds, measured over 100 000 of them at once.

@@ -2,6 +2,8 @@
 // strand over asio::thread_pool in the same run, where asio is installed), and coroutine
 // spawn-and-join.
 
+#include "Scaling.h"
+
 #include <TC/Core.h>
 #include <TC/Strands.h>
 
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if __has_include(<asio.hpp>)
@@ -72,6 +75,100 @@ void BM_AsioStrandPost(benchmark::State& state)
     pool.join();
 }
 BENCHMARK(BM_AsioStrandPost)->Arg(1)->Arg(64)->UseRealTime();
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// BM_ScalingStrandRing_*: kRingStrands strands on range(0) workers (asio: a thread_pool of
+// range(0) threads) pass kRingMessages messages around; each message, run on its strand, posts
+// itself to the next strand until it has made kRingHops hops. No thread outside the pool posts
+// after the start, so the figure (time per hop) is the strands' and the pool's own throughput,
+// free to grow with the cores.
+constexpr std::size_t kRingStrands = 256;
+constexpr std::int64_t kRingMessages = 1024;
+constexpr std::int64_t kRingHops = 100;
+
+// Counts finished messages; the last one wakes the benchmark's thread.
+class RingFinish
+{
+public:
+    void Reset() noexcept { left_.store(kRingMessages, std::memory_order_relaxed); }
+    void MessageDone() noexcept
+    {
+        if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            left_.notify_one();
+    }
+    void Wait() const noexcept
+    {
+        for (std::int64_t left; (left = left_.load(std::memory_order_acquire)) != 0;)
+            left_.wait(left, std::memory_order_acquire);
+    }
+
+private:
+    std::atomic<std::int64_t> left_{0};
+};
+
+template <class PostTo>
+struct RingMessage
+{
+    PostTo* postTo;
+    RingFinish* finish;
+    std::size_t strand;
+    std::int64_t hopsLeft;
+
+    void operator()() const
+    {
+        if (hopsLeft == 0)
+            return finish->MessageDone();
+        const std::size_t next = strand + 1 == kRingStrands ? 0 : strand + 1;
+        (*postTo)(next, RingMessage{postTo, finish, next, hopsLeft - 1});
+    }
+};
+
+template <class PostTo>
+void RunRing(benchmark::State& state, PostTo& postTo)
+{
+    RingFinish finish;
+    for (auto _ : state)
+    {
+        finish.Reset();
+        for (std::int64_t message = 0; message < kRingMessages; ++message)
+        {
+            const auto strand = static_cast<std::size_t>(message) % kRingStrands;
+            postTo(strand, RingMessage<PostTo>{&postTo, &finish, strand, kRingHops});
+        }
+        finish.Wait();
+    }
+    state.SetItemsProcessed(state.iterations() * kRingMessages * kRingHops);
+}
+
+void BM_ScalingStrandRing_TC(benchmark::State& state)
+{
+    TC::Scheduler scheduler(static_cast<unsigned>(state.range(0)));
+    std::vector<std::unique_ptr<TC::Strand>> strands;
+    for (std::size_t i = 0; i < kRingStrands; ++i)
+        strands.push_back(std::make_unique<TC::Strand>(scheduler));
+    auto postTo = [&strands](std::size_t strand, auto message)
+    { strands[strand]->Post(std::move(message)); };
+    RunRing(state, postTo);
+    for (auto& strand : strands)
+        strand->WaitIdle();
+}
+BENCHMARK(BM_ScalingStrandRing_TC)->Apply(TCBench::WorkerCounts)->UseRealTime();
+
+#if TC_STRANDS_BENCH_ASIO
+void BM_ScalingStrandRing_Asio(benchmark::State& state)
+{
+    asio::thread_pool pool(static_cast<std::size_t>(state.range(0)));
+    using Strand = asio::strand<asio::thread_pool::executor_type>;
+    std::vector<Strand> strands;
+    for (std::size_t i = 0; i < kRingStrands; ++i)
+        strands.push_back(asio::make_strand(pool.get_executor()));
+    auto postTo = [&strands](std::size_t strand, auto message)
+    { asio::post(strands[strand], std::move(message)); };
+    RunRing(state, postTo);
+    pool.join();
+}
+BENCHMARK(BM_ScalingStrandRing_Asio)->Apply(TCBench::WorkerCounts)->UseRealTime();
 #endif
 
 TC::Task<int> Child(int value)

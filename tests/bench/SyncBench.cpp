@@ -3,6 +3,8 @@
 // Channel throughput against moodycamel's BlockingConcurrentQueue. No main: tc_bench links every
 // tests/bench/*Bench.cpp with benchmark_main.
 
+#include "Scaling.h"
+
 #include <TC/Core.h>
 #include <TC/Synchronization.h>
 
@@ -112,72 +114,87 @@ void ContendedWorkload(Lockable& lock, std::int64_t& counter)
     }
 }
 
-void BM_MutexContended(benchmark::State& state)
+// Runs `tasks` tasks on a scheduler of `workers` workers, each locking `lock` kMutexOps times;
+// an item is one lock and unlock.
+template <class Lockable>
+void RunContended(benchmark::State& state, unsigned workers, int tasks)
 {
-    TC::Scheduler scheduler(2u);
-    Mutex mutex;
+    TC::Scheduler scheduler(workers);
+    Lockable lock;
     std::int64_t counter = 0;
+    std::vector<TC::JoinHandle> handles(static_cast<std::size_t>(tasks));
     for (auto _ : state)
     {
-        std::vector<TC::JoinHandle> tasks;
-        for (int t = 0; t < kMutexTasks; ++t)
-            tasks.push_back(scheduler.Start([&] { ContendedWorkload(mutex, counter); }));
-        for (auto& task : tasks)
-            task.Join();
+        for (auto& handle : handles)
+            handle = scheduler.Start([&] { ContendedWorkload(lock, counter); });
+        for (auto& handle : handles)
+            handle.Join();
     }
     benchmark::DoNotOptimize(counter);
-    state.SetItemsProcessed(state.iterations() * kMutexTasks * kMutexOps);
+    state.SetItemsProcessed(state.iterations() * tasks * kMutexOps);
+}
+
+void BM_MutexContended(benchmark::State& state)
+{
+    RunContended<Mutex>(state, 2, kMutexTasks);
 }
 BENCHMARK(BM_MutexContended)->UseRealTime();
 
 // The same workload, the tasks taking a std::mutex (which blocks their worker thread).
 void BM_StdMutexContended(benchmark::State& state)
 {
-    TC::Scheduler scheduler(2u);
-    std::mutex mutex;
-    std::int64_t counter = 0;
-    for (auto _ : state)
-    {
-        std::vector<TC::JoinHandle> tasks;
-        for (int t = 0; t < kMutexTasks; ++t)
-            tasks.push_back(scheduler.Start([&] { ContendedWorkload(mutex, counter); }));
-        for (auto& task : tasks)
-            task.Join();
-    }
-    benchmark::DoNotOptimize(counter);
-    state.SetItemsProcessed(state.iterations() * kMutexTasks * kMutexOps);
+    RunContended<std::mutex>(state, 2, kMutexTasks);
 }
 BENCHMARK(BM_StdMutexContended)->UseRealTime();
 
+// BM_ScalingMutexContended_*: twice as many tasks as range(0) workers (threads, for Boost.Fiber),
+// all on one lock: how a contended lock's throughput holds up as cores are added.
+void BM_ScalingMutexContended_TC(benchmark::State& state)
+{
+    const auto workers = static_cast<unsigned>(state.range(0));
+    RunContended<Mutex>(state, workers, 2 * static_cast<int>(workers));
+}
+BENCHMARK(BM_ScalingMutexContended_TC)->Apply(TCBench::WorkerCounts)->UseRealTime();
+
+void BM_ScalingMutexContended_Std(benchmark::State& state)
+{
+    const auto workers = static_cast<unsigned>(state.range(0));
+    RunContended<std::mutex>(state, workers, 2 * static_cast<int>(workers));
+}
+BENCHMARK(BM_ScalingMutexContended_Std)->Apply(TCBench::WorkerCounts)->UseRealTime();
+
 #if TC_SYNC_BENCH_BOOST_FIBER
-// The same workload in Boost.Fiber: 4 fibers over 2 threads sharing work (shared_work). Both
-// threads are fresh: a thread's scheduling algorithm cannot be changed back once installed, so
-// the benchmark's own thread is left alone and the timed loop runs on the first pool thread.
-void BM_BoostFiberMutexContended(benchmark::State& state)
+// The same workload in Boost.Fiber: `fiberCount` fibers over `threads` threads sharing work
+// (shared_work). Every thread is fresh: a thread's scheduling algorithm cannot be changed back
+// once installed, so the benchmark's own thread is left alone and the timed loop runs on the first
+// pool thread while the others lend themselves to the shared queue until it is done.
+void RunBoostFiberContended(benchmark::State& state, int threads, int fiberCount)
 {
     boost::fibers::mutex mutex;
     std::int64_t counter = 0;
     std::atomic<int> joined{0};
     std::atomic<bool> quit{false};
-    std::thread helper(
-        [&]
-        {
-            boost::fibers::use_scheduling_algorithm<boost::fibers::algo::shared_work>();
-            joined = 1;
-            // Lets shared_work hand it fibers until the timed thread is done.
-            while (!quit.load())
-                boost::this_fiber::yield();
-        });
+    std::vector<std::thread> helpers;
+    for (int i = 1; i < threads; ++i)
+        helpers.emplace_back(
+            [&]
+            {
+                boost::fibers::use_scheduling_algorithm<boost::fibers::algo::shared_work>();
+                joined.fetch_add(1);
+                // Lets shared_work hand it fibers until the timed thread is done.
+                while (!quit.load())
+                    boost::this_fiber::yield();
+            });
     std::thread timed(
         [&]
         {
             boost::fibers::use_scheduling_algorithm<boost::fibers::algo::shared_work>();
-            while (joined.load() == 0)
+            while (joined.load() != threads - 1)
                 std::this_thread::yield();
             for (auto _ : state)
             {
                 std::vector<boost::fibers::fiber> fibers;
-                for (int t = 0; t < kMutexTasks; ++t)
+                for (int t = 0; t < fiberCount; ++t)
                     fibers.emplace_back([&] { ContendedWorkload(mutex, counter); });
                 for (auto& fiber : fibers)
                     fiber.join();
@@ -185,11 +202,24 @@ void BM_BoostFiberMutexContended(benchmark::State& state)
             quit = true;
         });
     timed.join();
-    helper.join();
+    for (std::thread& helper : helpers)
+        helper.join();
     benchmark::DoNotOptimize(counter);
-    state.SetItemsProcessed(state.iterations() * kMutexTasks * kMutexOps);
+    state.SetItemsProcessed(state.iterations() * fiberCount * kMutexOps);
+}
+
+void BM_BoostFiberMutexContended(benchmark::State& state)
+{
+    RunBoostFiberContended(state, 2, kMutexTasks);
 }
 BENCHMARK(BM_BoostFiberMutexContended)->UseRealTime();
+
+void BM_ScalingMutexContended_BoostFiber(benchmark::State& state)
+{
+    const auto threads = static_cast<int>(state.range(0));
+    RunBoostFiberContended(state, threads, 2 * threads);
+}
+BENCHMARK(BM_ScalingMutexContended_BoostFiber)->Apply(TCBench::WorkerCounts)->UseRealTime();
 #endif
 
 // ---- channel throughput: one producer thread, one consumer thread ----

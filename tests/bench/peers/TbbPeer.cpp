@@ -4,6 +4,7 @@
 // of switching stacks; a suspended task keeps its stack and the thread goes on on another one.
 
 #include "Measure.h"
+#include "Scaling.h"
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task.h>
@@ -71,9 +72,9 @@ std::int64_t Skynet(std::int64_t num, std::int64_t size)
     return sum;
 }
 
-void BM_Skynet_TBB(benchmark::State& state)
+void RunSkynet(benchmark::State& state, int threads)
 {
-    tbb::task_arena arena(2);
+    tbb::task_arena arena(threads);
     bool ok = true;
     arena.execute(
         [&]
@@ -84,7 +85,22 @@ void BM_Skynet_TBB(benchmark::State& state)
     if (TCBench::Expect(state, ok, "skynet: wrong sum"))
         TCBench::ReportItems(state, kSkynetTasks);
 }
+
+void BM_Skynet_TBB(benchmark::State& state)
+{
+    RunSkynet(state, 2);
+}
 BENCHMARK(BM_Skynet_TBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// BM_ScalingSkynet_TBB: the same tree in an arena of range(0) threads.
+void BM_ScalingSkynet_TBB(benchmark::State& state)
+{
+    RunSkynet(state, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_ScalingSkynet_TBB)
+    ->Apply(TCBench::WorkerCounts)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 #if __TBB_RESUMABLE_TASKS
 // ---------------------------------------------------------------------------------------------
