@@ -21,6 +21,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -237,7 +238,10 @@ BENCHMARK(BM_TimedWaitResumedEarly)->UseRealTime();
 // ping-pong above, on a scheduler of range(0) workers; an item is one round trip of one pair.
 // Each pair is started by a root task that starts both sides from its worker, so a pair begins
 // on one worker: the figure shows whether the scheduler keeps independent work apart (ideal:
-// range(0) times the one-worker rate) or lets stealing split pairs across threads.
+// range(0) times the one-worker rate) or lets stealing split pairs across threads. Two counters
+// tell the causes apart: pair_round_trip_ns is the round trip as each client timed its own
+// rounds (so the pairs' staggered starts do not count), pairs_apart the share of pairs whose two
+// sides finished on different threads.
 constexpr int kPairRounds = 10'000;
 
 // One pair's two mailboxes, on cache lines of their own: pairs that shared a line would slow
@@ -246,6 +250,9 @@ struct alignas(128) PairMailboxes
 {
     Mailbox requests;
     Mailbox replies;
+    std::int64_t clientNs = 0;    // written by the client only, read after its root's Join
+    std::thread::id serverThread; // written by the server before it returns, read likewise
+    std::int64_t apart = 0;
 };
 
 void BM_ScalingPingPongPairs_TC(benchmark::State& state)
@@ -261,20 +268,42 @@ void BM_ScalingPingPongPairs_TC(benchmark::State& state)
                 [&, pair]
                 {
                     PairMailboxes& box = boxes[pair];
-                    TC::JoinHandle server =
-                        scheduler.Start([&box] { Serve(box.requests, box.replies); });
+                    TC::JoinHandle server = scheduler.Start(
+                        [&box]
+                        {
+                            Serve(box.requests, box.replies);
+                            box.serverThread = std::this_thread::get_id();
+                        });
+                    const auto start = std::chrono::steady_clock::now();
                     for (int round = 0; round < kPairRounds; ++round)
                     {
                         box.requests.Put(1);
                         benchmark::DoNotOptimize(box.replies.Take());
                     }
+                    box.clientNs += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count();
                     box.requests.Put(-1);
                     server.Join();
+                    box.apart += box.serverThread != std::this_thread::get_id() ? 1 : 0;
                 });
         for (TC::JoinHandle& root : roots)
             root.Join();
     }
-    TCBench::ReportItems(state, static_cast<std::int64_t>(pairs) * kPairRounds);
+    const std::int64_t roundTrips = static_cast<std::int64_t>(pairs) * kPairRounds;
+    TCBench::ReportItems(state, roundTrips);
+    std::int64_t clientNs = 0;
+    std::int64_t apart = 0;
+    for (const PairMailboxes& box : boxes)
+    {
+        clientNs += box.clientNs;
+        apart += box.apart;
+    }
+    const auto iterations =
+        static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+    state.counters["pair_round_trip_ns"] =
+        static_cast<double>(clientNs) / (iterations * static_cast<double>(roundTrips));
+    state.counters["pairs_apart"] = static_cast<double>(apart) / (iterations * pairs);
 }
 BENCHMARK(BM_ScalingPingPongPairs_TC)->Apply(TCBench::WorkerCounts)->UseRealTime();
 
