@@ -16,7 +16,10 @@ namespace TC
 // Cancelling the awaiting flow's token cancels every child, and WhenAny then throws
 // OperationCancelled -- but only if no child completed first: a completion beats a later cancel.
 // A child failing (any other exception) before any completion also settles the race: the others
-// are stopped and that exception is rethrown once all finished.
+// are stopped and that exception is rethrown once all finished. A child whose executor drops its
+// resumption (a closed strand) is freed alone and stops the others; the awaiting coroutine then
+// never resumes, and its unowned chain is freed from its root once every child has finished or
+// been dropped.
 template <class... Tasks>
     requires(std::is_same_v<Tasks, Task<void>> && ...)
 detail::JoinAwaiter<detail::JoinMode::Any> WhenAny(Tasks&&... tasks)

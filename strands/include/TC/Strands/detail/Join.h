@@ -2,6 +2,12 @@
 // The one runner, join state and awaiter that WhenAll and WhenAny are written over; the mode
 // supplies the step that differs -- what a child finishing does to the shared state -- and the
 // token each child observes.
+//
+// Abandonment: where the awaiting chain belongs to nobody, each runner names itself as the
+// unowned root of its child's chain, so an executor that drops a child frees that child alone
+// (its runner) and never its siblings, which may still be parked elsewhere. The join counts the
+// abandoned child as arrived; the last arrival then frees the awaiting chain from its own root
+// instead of resuming the awaiting coroutine, exactly once.
 
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/ParkedWork.h>
@@ -63,6 +69,10 @@ public:
     // the awaiting coroutine cannot be resumed while the starter still touches the awaiter.
     std::atomic<std::size_t> remaining_;
     std::coroutine_handle<> parent_;
+    // The awaiting chain's unowned root, or null where somebody owns it (then no child can be
+    // abandoned through its runner, and the owner frees everything).
+    std::coroutine_handle<> parentRoot_;
+    std::atomic<bool> abandoned_{false}; // a child's chain was dropped: the parent never resumes
     StopSource childSource_{NoStopState};
     std::optional<StopCallback<Bridge>> bridge_;
     // All: the first escape. Any: the failure that settled the race, if one did.
@@ -94,11 +104,38 @@ public:
                 keep.request_stop();
             }
         }
-        // acq_rel: the last finisher acquires every child's writes (escape_, settled_) before it
-        // resumes the awaiting coroutine, which reads them.
-        if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        const std::coroutine_handle<> next = Arrive();
+        return next ? next : std::noop_coroutine();
+    }
+
+    // One child's chain was dropped by its executor, which destroyed the child's runner. WhenAny
+    // takes it as settling the race and stops the others, so their frames come back sooner;
+    // WhenAll stops nobody, as for an escape.
+    void ChildAbandoned() noexcept
+    {
+        abandoned_.store(true, std::memory_order_relaxed); // ordered by remaining_
+        if (mode_ == JoinMode::Any)
+        {
+            StopSource keep = childSource_; // our own arrival is still to come
+            keep.request_stop();
+        }
+        (void)Arrive();
+    }
+
+    // Counts one arrival (a child finished or abandoned, or the starter done). The last returns
+    // the awaiting coroutine to resume -- or, where a child was abandoned, frees the awaiting
+    // chain from its root (which may free this state) and returns null; others return null.
+    std::coroutine_handle<> Arrive() noexcept
+    {
+        // acq_rel: the last arrival acquires every child's writes (escape_, settled_, abandoned_,
+        // a released runner slot) before it resumes or frees the awaiting coroutine.
+        if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1)
+            return {};
+        if (!abandoned_.load(std::memory_order_relaxed))
             return parent_;
-        return std::noop_coroutine();
+        const std::coroutine_handle<> root = parentRoot_;
+        root.destroy(); // nothing of this state is touched after it
+        return {};
     }
 
 private:
@@ -110,8 +147,9 @@ private:
 };
 
 // The coroutine that runs one child between the awaiting coroutine and the child's task. It
-// carries the token the child observes and the awaiting flow's unowned root, so a park beneath a
-// combinator still knows whether anybody owns its chain.
+// carries the token the child observes and, where the awaiting chain belongs to nobody, names
+// itself as the child's unowned root: a park beneath a combinator still knows that nobody owns
+// its chain, and an executor that drops it frees this child alone.
 class JoinRunner
 {
 public:
@@ -124,12 +162,28 @@ public:
                 std::coroutine_handle<promise_type> self) const noexcept
             {
                 promise_type& promise = self.promise();
+                promise.slot_ = nullptr; // finished: its destruction from here on is its owner's
                 std::shared_ptr<JoinState> keep = promise.state_;
                 return keep->ChildFinished(promise.index_, promise.outcome_,
                                            std::move(promise.escape_));
             }
             void await_resume() const noexcept {}
         };
+
+        promise_type() noexcept = default;
+        promise_type(const promise_type&) = delete;
+        promise_type& operator=(const promise_type&) = delete;
+        // Destroyed while slot_ is set means an executor dropped the child's chain and freed it
+        // from this root: the awaiter must not free this frame again, and the join counts it.
+        ~promise_type()
+        {
+            if (UniqueCoroHandle<promise_type>* slot = std::exchange(slot_, nullptr))
+            {
+                (void)slot->Release();
+                std::shared_ptr<JoinState> keep = state_;
+                keep->ChildAbandoned();
+            }
+        }
 
         JoinRunner get_return_object() noexcept
         {
@@ -161,7 +215,10 @@ public:
         std::shared_ptr<JoinState> state_;
         std::size_t index_ = 0;
         StopToken token_;
-        std::coroutine_handle<> unownedRoot_;
+        std::coroutine_handle<> unownedRoot_; // this runner's own frame, or null when owned
+        // The awaiter's slot owning this frame, set from the start to the final suspension where
+        // the chain is unowned: only then can an executor's abandon destroy the frame.
+        UniqueCoroHandle<promise_type>* slot_ = nullptr;
         ChildOutcome outcome_ = ChildOutcome::Completed;
         std::exception_ptr escape_;
     };
@@ -175,13 +232,24 @@ inline JoinRunner RunJoinChild(::TC::Task<void> task)
 }
 
 // Awaited by the coroutine that joins. Owns the children's tasks until they start and the
-// runner frames until it is destroyed, so every frame outlives the last child's completion.
+// runner frames until it is destroyed, so every frame outlives the last child's completion --
+// except a runner an executor's abandon freed, which releases its slot first.
 template <JoinMode Mode>
 class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwaiter
 {
 public:
     explicit JoinAwaiter(std::vector<::TC::Task<void>> tasks) noexcept : tasks_(std::move(tasks)) {}
     JoinAwaiter(JoinAwaiter&&) noexcept = default;
+    JoinAwaiter(const JoinAwaiter&) = delete;
+    JoinAwaiter& operator=(const JoinAwaiter&) = delete;
+    JoinAwaiter& operator=(JoinAwaiter&&) = delete;
+    ~JoinAwaiter()
+    {
+        // A runner freed here is freed by its owner, not abandoned: its join is not told.
+        for (auto& runner : runners_)
+            if (runner)
+                runner.GetPromise().slot_ = nullptr;
+    }
 
     bool await_ready() const noexcept { return tasks_.empty(); }
 
@@ -203,8 +271,8 @@ public:
             auto& promise = runners_.back().GetPromise();
             promise.state_ = state;
             promise.index_ = i;
-            promise.unownedRoot_ = root;
         }
+        state->parentRoot_ = root;
         if constexpr (Mode == JoinMode::Any)
         {
             state->childSource_ = StopSource();
@@ -220,14 +288,27 @@ public:
             for (auto& runner : runners_)
                 runner.GetPromise().token_ = parentToken_;
         }
+        if (root)
+        {
+            // Nothing below throws: from here a runner destroyed unfinished was abandoned.
+            for (auto& runner : runners_)
+            {
+                runner.GetPromise().unownedRoot_ = runner.Get();
+                runner.GetPromise().slot_ = &runner;
+            }
+        }
         state_ = state;
         JoinState& join = *state;
         state.reset();
-        for (auto& runner : runners_)
-            runner.Get().resume();
-        // Our own count: the last decrement resumes the awaiting coroutine, ours included (by
-        // not suspending). Nothing of `this` is touched after it.
-        return join.remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1;
+        // By handle: a child abandoned while starting releases its slot under this loop.
+        for (std::size_t i = 0; i < count; ++i)
+        {
+            const auto handle = runners_[i].Get();
+            handle.resume();
+        }
+        // Our own arrival: the last resumes the awaiting coroutine, ours included (by not
+        // suspending), or frees its chain. Nothing of `this` is touched after it.
+        return !join.Arrive();
     }
 
     auto await_resume()
