@@ -48,7 +48,7 @@ Task<void> PopOnBase(IExecutor* base, AsyncQueue<int>* queue, Seen* seen)
 }
 
 // Parks in `lot`'s queue: a park no stop request reaches.
-Task<void> ParkIn(ManualExecutor* lot, Seen* seen)
+Task<void> ParkIn(IExecutor* lot, Seen* seen)
 {
     FrameSentinel sentinel;
     co_await ResumeOn{*lot};
@@ -153,15 +153,31 @@ TEST_CASE("WhenAll: both children dropped by a closed strand one after the other
     CHECK(base.Pending() == 0);
 }
 
-TEST_CASE("WhenAll: two children dropped together by one executor free the chain once",
-          "[strands][whenall]")
+TEST_CASE("Two children dropped together by one executor free the chain once",
+          "[strands][whenall][whenany]")
 {
+    ManualExecutor base;
     ManualExecutor lot;
     Seen seen;
-    AllHere(ParkIn(&lot, &seen), ParkIn(&lot, &seen), &seen);
-    REQUIRE(lot.Pending() == 2);
-    CHECK(FrameSentinel::live.load() == 3);
-    lot.DropAll(); // two abandons of one chain: the second must not destroy the root again
+    SECTION("WhenAll, both parked in one executor that drops everything")
+    {
+        AllHere(ParkIn(&lot, &seen), ParkIn(&lot, &seen), &seen);
+        REQUIRE(lot.Pending() == 2);
+        CHECK(FrameSentinel::live.load() == 3);
+        lot.DropAll(); // two abandons of one chain: the second must not destroy the root again
+    }
+    SECTION("WhenAny, both queued on a strand that is destroyed before it runs them")
+    {
+        StrandOptions options;
+        options.batch = 1; // the turn that runs the root leaves the children queued
+        auto strand = std::make_unique<Strand>(base, std::move(options));
+        AnyOnStrand(strand.get(), ParkIn(strand.get(), &seen), ParkIn(strand.get(), &seen), &seen);
+        REQUIRE(base.RunOne()); // the root joins; each child hops back onto the strand
+        REQUIRE(FrameSentinel::live.load() == 3);
+        REQUIRE(base.Pending() == 1); // the pump, queued again with both children behind it
+        strand.reset();               // drops both queued resumptions
+        base.RunAll();                // the pump finds the strand closed and ends
+    }
     CHECK(FrameSentinel::live.load() == 0);
     CHECK(seen.popped.load() == 0);
     CHECK(seen.after.load() == 0);
