@@ -17,6 +17,9 @@ thread_local StrandCore* tlRunningStrand = nullptr;
 // The strand whose dropped work this thread is freeing: a destructor that submits to it again
 // is dropped too, rather than handed to a base that has just refused, or to a closed strand.
 thread_local const StrandCore* tlDropping = nullptr;
+// The strand whose refused hand-off this thread is dropping the queue of: a Close() from inside
+// that drop must not wait for the hand-off, nor the turn, that only this thread can finish.
+thread_local const StrandCore* tlHandingOff = nullptr;
 
 class RunningStrandGuard
 {
@@ -45,6 +48,23 @@ public:
     DroppingGuard& operator=(const DroppingGuard&) = delete;
 
 private:
+    const StrandCore* previous_;
+};
+
+// Around the drop of a queue whose hand-off the base refused, while handOffs_ counts it.
+class RefusedHandOffGuard
+{
+public:
+    explicit RefusedHandOffGuard(const StrandCore* core) noexcept
+        : dropping_(core), previous_(std::exchange(tlHandingOff, core))
+    {
+    }
+    ~RefusedHandOffGuard() { tlHandingOff = previous_; }
+    RefusedHandOffGuard(const RefusedHandOffGuard&) = delete;
+    RefusedHandOffGuard& operator=(const RefusedHandOffGuard&) = delete;
+
+private:
+    DroppingGuard dropping_;
     const StrandCore* previous_;
 };
 
@@ -314,20 +334,24 @@ void StrandCore::Close() noexcept
     std::unique_ptr<StrandEntry[]> entries;
     std::size_t count = 0;
     std::coroutine_handle<> idlePump;
+    // Called from a call dropped by this thread's own refused hand-off (its destructor released
+    // the strand's owner): that hand-off and its turn end after this returns, and find the strand
+    // closed, as a task that destroys its strand does.
+    const unsigned heldHere = tlHandingOff == this ? 1u : 0u;
     {
         std::unique_lock<std::mutex> lock(mutex_);
         closed_ = true;
         closedHint_.store(true, std::memory_order_relaxed); // a hint; the lock decides
         sealed_ = true;
         // A refused hand-off gives its submitter's work back out of the queue: let it finish.
-        waiters_.WaitUntil(lock, [this] { return handOffs_ == 0; });
+        waiters_.WaitUntil(lock, [this, heldHere] { return handOffs_ == heldHere; });
         TakeAllLocked(entries, count);
         if (phase_ == PumpPhase::Idle)
         {
             idlePump = std::exchange(pump_, nullptr);
             phase_ = PumpPhase::Exited;
         }
-        else if (phase_ == PumpPhase::Running && !RunningHere())
+        else if (phase_ == PumpPhase::Running && !RunningHere() && heldHere == 0)
         {
             // The pump takes nothing more once closed, so this waits for one task at most.
             waiters_.WaitUntil(lock, [this] { return phase_ != PumpPhase::Running; });
@@ -524,7 +548,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
         phase_ = PumpPhase::Running;
         lock.unlock();
         {
-            DroppingGuard dropping(this);
+            RefusedHandOffGuard dropping(this);
             DropAll(std::move(entries), count);
         }
         lock.lock();
@@ -596,7 +620,7 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
         TakeAllLocked(entries, count);
         phase_ = PumpPhase::Idle;
         lock.unlock();
-        DroppingGuard dropping(this);
+        RefusedHandOffGuard dropping(this);
         DropAll(std::move(entries), count);
     }
     if (!lock.owns_lock())

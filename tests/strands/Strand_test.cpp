@@ -476,3 +476,83 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
         CHECK(strands.ActiveKeys() == 0);
     }
 }
+
+namespace
+{
+// The morph pattern: a queued call holds the last reference to the object that owns the strand.
+struct StrandOwner
+{
+    std::unique_ptr<Strand> strand;
+    bool* destroyed;
+    ~StrandOwner() { *destroyed = true; }
+};
+
+struct HoldsStrandOwner
+{
+    std::shared_ptr<StrandOwner> owner;
+    void operator()() const {}
+};
+
+// Counts its destruction: shows a dropped entry was freed, not lost.
+struct CountsDrop
+{
+    std::shared_ptr<int> drops; // null once moved from, so only the queued copy counts
+    explicit CountsDrop(std::shared_ptr<int> counter) : drops(std::move(counter)) {}
+    CountsDrop(CountsDrop&& other) noexcept = default;
+    CountsDrop& operator=(CountsDrop&&) = delete;
+    ~CountsDrop()
+    {
+        if (drops)
+            ++*drops;
+    }
+    void operator()() const {}
+};
+} // namespace
+
+TEST_CASE("A dropped call that destroys its strand during a refused hand-off is deferred, never "
+          "a deadlock",
+          "[strands][strand]")
+{
+    // Until 2026-12-04 ~Strand inside the drop waited in Close() for the hand-off its own thread
+    // held (handOffs_), and never returned.
+    ManualExecutor base;
+    bool ownerDestroyed = false;
+    auto drops = std::make_shared<int>(0);
+    int ran = 0;
+    StrandOptions options;
+    options.batch = 1;
+    auto owner = std::make_shared<StrandOwner>();
+    owner->destroyed = &ownerDestroyed;
+    owner->strand = std::make_unique<Strand>(base, options);
+    Strand& strand = *owner->strand;
+    SECTION("the re-submit after a spent batch is refused")
+    {
+        strand.Post([&ran] { ++ran; });
+        strand.Post(HoldsStrandOwner{owner});
+        strand.Post(CountsDrop{drops}); // behind the owner's holder: still freed
+        owner.reset();
+        base.SetRefuse(true);
+        TCTest::Watchdog watchdog("~Strand inside a refused re-submit's drop never returned");
+        base.RunOne(); // runs the first; the re-submit is refused; the rest is dropped
+    }
+    SECTION("the replacement pump after a task threw is refused")
+    {
+        strand.Post(
+            [&base]
+            {
+                base.SetRefuse(true); // the replacement pump's submit is refused
+                throw std::runtime_error("task failed");
+            });
+        strand.Post(HoldsStrandOwner{owner});
+        strand.Post(CountsDrop{drops});
+        owner.reset();
+        TCTest::Watchdog watchdog("~Strand inside a refused replacement's drop never returned");
+        CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    }
+    CHECK(ownerDestroyed);
+    CHECK(*drops == 1);
+    CHECK(base.Pending() == 0);
+    base.SetRefuse(false);
+    CHECK(base.RunAll() == 0);
+    CHECK(ran <= 1);
+}

@@ -5,7 +5,10 @@
 #include <TC/Strands.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <coroutine>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -193,6 +196,44 @@ private:
     std::mutex mutex_;
     std::atomic<bool> set_{false};
     std::vector<Awaiter*> waiters_;
+};
+
+// Ends the process with a message if it is not destroyed within `seconds`: a deadlock fails the
+// test with a name instead of hanging ctest until its own timeout.
+class Watchdog
+{
+public:
+    explicit Watchdog(const char* what, int seconds = 20)
+        : thread_(
+              [this, what, seconds]
+              {
+                  std::unique_lock<std::mutex> lock(mutex_);
+                  if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; }))
+                  {
+                      std::fprintf(stderr, "Watchdog: %s (a deadlock)\n", what);
+                      std::fflush(stderr);
+                      std::_Exit(1);
+                  }
+              })
+    {
+    }
+    ~Watchdog()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_; // last: it reads the members above
 };
 
 // Stress counts: TC_STRESS_SCALE_DEFAULT percent of them (the build's: 20 under sanitizers,

@@ -43,7 +43,8 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
 // task running on another thread is waited for -- unless the destructor runs inside one of this
 // strand's own tasks, where it does not wait: that task runs to its end, the pump then finds the
 // strand closed and ends. The task must not touch its owner's other members after the release,
-// as with any `delete this`.
+// as with any `delete this`. The same holds inside the destructor of a call the strand drops
+// because the base refused its pump: the drop goes on, freeing the rest, and the pump then ends.
 //
 // What a task throws propagates out of the pump's resume() to whoever resumed it (the base); a
 // replacement pump takes over the queue first, the rest of the throwing task's turn included, in
