@@ -218,6 +218,7 @@ EnqueueResult StrandCore::Enqueue(PendingEntry& pending, Admission admission)
         std::shared_ptr<StrandCore> keep = shared_from_this();
         lock.unlock();
         DropAbandoned(abandoned);
+        OnStranded();
         throw;
     }
 }
@@ -600,8 +601,11 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
     catch (...)
     {
         // No memory for a pump, and none can be had without it: the queue waits (phase Idle,
-        // entries kept, so Idle() is false) for the next submit to make one (Strand.h).
+        // entries kept, so Idle() is false) for the next submit to make one (Strand.h); a keyed
+        // strand with nothing queued retires instead. The dying pump still holds the strand.
         waiters_.WakeAllLocked();
+        lock.unlock();
+        OnStranded();
         return;
     }
     pump_ = next;
@@ -614,17 +618,28 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
     }
     catch (...)
     {
+        // Idle while the queue is dropped, so a submit meanwhile hands the pump to the base
+        // itself, and a refusal reaches that submitter with its work.
         std::unique_ptr<StrandEntry[]> entries;
         std::size_t count = 0;
         lock.lock();
         TakeAllLocked(entries, count);
         phase_ = PumpPhase::Idle;
         lock.unlock();
-        RefusedHandOffGuard dropping(this);
-        DropAll(std::move(entries), count);
-    }
-    if (!lock.owns_lock())
+        {
+            RefusedHandOffGuard dropping(this);
+            DropAll(std::move(entries), count);
+        }
         lock.lock();
+        HandOffFinished(lock);
+        lock.unlock();
+        // As EndTurn's refusal retires through OnQueueDry: a keyed strand left dry with no pump
+        // retires, once -- OnStranded re-checks under both locks, since a submit during the drop
+        // may have started a pump that retires it itself.
+        OnStranded();
+        return;
+    }
+    lock.lock();
     HandOffFinished(lock);
 }
 
@@ -642,8 +657,11 @@ void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
         phase_ = closed_ ? PumpPhase::Exited : PumpPhase::Idle;
         waiters_.WakeAllLocked();
     }
-    DroppingGuard dropping(this);
-    DropAll(std::move(entries), count);
+    {
+        DroppingGuard dropping(this);
+        DropAll(std::move(entries), count);
+    }
+    OnStranded(); // the frame's own reference is still held: its parameter outlives the promise
 }
 } // namespace TC::detail
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -161,4 +162,55 @@ TEST_CASE("Destroying KeyedStrands from inside a key's task is deferred", "[stra
     base.RunAll();
     CHECK(after <= 1); // key 2 may have run first; key 1's queued task is dropped
     CHECK(base.Pending() == 0);
+}
+
+TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, a dropped pump",
+          "[strands][keyed]")
+{
+    // Until 2026-12-04 a keyed strand whose replacement pump (after a task threw) was refused by
+    // the base, or whose pump the base dropped, stayed active with nothing queued: Idle() false
+    // and WaitIdle() hanging for ever.
+    ManualExecutor base;
+    KeyedStrands<int> strands(base);
+    int ran = 0;
+    SECTION("a refused replacement, with a call queued behind the throw (dropped)")
+    {
+        strands.Post(1,
+                     [&base]
+                     {
+                         base.SetRefuse(true);
+                         throw std::runtime_error("task failed");
+                     });
+        strands.Post(1, [&ran] { ++ran; });
+        CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    }
+    SECTION("a throw with nothing queued behind it")
+    {
+        strands.Post(1,
+                     [&base]
+                     {
+                         base.SetRefuse(true);
+                         throw std::runtime_error("task failed");
+                     });
+        CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    }
+    SECTION("the base drops the pump it had queued")
+    {
+        strands.Post(1, [&ran] { ++ran; });
+        base.DropAll();
+    }
+    base.SetRefuse(false);
+    CHECK(base.Pending() == 0);
+    CHECK(ran == 0);
+    CHECK(strands.ActiveKeys() == 0);
+    CHECK(strands.Idle());
+    CHECK(strands.KeptStrands() == 1);
+    {
+        TCTest::Watchdog watchdog("KeyedStrands::WaitIdle after a stranded key never returned");
+        strands.WaitIdle();
+    }
+    strands.Post(1, [&ran] { ++ran; }); // the key works afresh
+    base.RunAll();
+    CHECK(ran == 1);
+    CHECK(strands.ActiveKeys() == 0);
 }

@@ -78,6 +78,17 @@ public:
     bool KeepableLocked() const noexcept { return keepable_; }
     void MarkRetiredLocked() noexcept { retired_ = true; }
 
+    // Under the registry's lock and ours: a strand a failure left dry with no pump queued or
+    // running retires, since no turn will. Returns its idle pump's frame when it is not kept,
+    // for the caller to free outside every lock (it holds a reference to the strand).
+    std::coroutine_handle<> RetireIfStrandedLocked(Registry& registry) noexcept
+    {
+        if (ClosedLocked() || retired_ || !QueueEmptyLocked() || !PumpIdleLocked())
+            return {}; // a pump on the base retires it, or it is gone already
+        const std::coroutine_handle<> pump = PumpLocked();
+        return RetireLocked(registry) == TurnEnd::Exit ? pump : std::coroutine_handle<>{};
+    }
+
 protected:
     void InvokeHook(RunTask& task) override { registry_->options_.aroundTask(key_, task); }
     bool RetiresWhenDry() const noexcept override { return true; }
@@ -93,14 +104,22 @@ protected:
             return ExitLocked();
         if (!QueueEmptyLocked())
             return TurnEnd::Continue; // work arrived while we took the locks
+        return RetireLocked(*registry);
+    }
+
+    void OnStranded() noexcept override { registry_->RetireIfStranded(*this); }
+
+private:
+    // Once per strand and key: the pump's dry turn, or a failure that left no pump to have one.
+    TurnEnd RetireLocked(Registry& registry) noexcept
+    {
         retired_ = true;
-        registry->ReleaseKeyLocked(key_, this);
-        const TurnEnd end = registry->KeepLocked(*this) ? IdleLocked() : ExitLocked();
-        registry->waiters_.WakeAllLocked();
+        registry.ReleaseKeyLocked(key_, this);
+        const TurnEnd end = registry.KeepLocked(*this) ? IdleLocked() : ExitLocked();
+        registry.waiters_.WakeAllLocked();
         return end;
     }
 
-private:
     Key key_;
     std::shared_ptr<Registry> registry_;
     bool keepable_; // false for a strand made after the seal
@@ -154,6 +173,19 @@ public:
             keep->DropAbandoned(abandoned);
             throw;
         }
+    }
+
+    // With no lock held and a reference to `core`: retires it if a failure stranded it.
+    void RetireIfStranded(Core& core) noexcept
+    {
+        std::coroutine_handle<> exited;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            std::lock_guard<std::mutex> coreLock(core.Mutex());
+            exited = core.RetireIfStrandedLocked(*this);
+        }
+        if (exited)
+            exited.destroy(); // its frame's reference is not the strand's last: the caller's is
     }
 
     // The key's strand is retired: its map node goes to the spares.

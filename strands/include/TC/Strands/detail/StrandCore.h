@@ -122,6 +122,9 @@ public:
     bool QueueEmptyLocked() const noexcept { return count_ == 0; }
     bool ClosedLocked() const noexcept { return closed_; }
     bool RetiredLocked() const noexcept { return retired_; }
+    // Neither queued on the base nor running a turn.
+    bool PumpIdleLocked() const noexcept { return phase_ == PumpPhase::Idle; }
+    std::coroutine_handle<> PumpLocked() const noexcept { return pump_; }
 
 protected:
     // KeyedStrands' extensions.
@@ -129,6 +132,10 @@ protected:
     // At the end of a turn that left the queue empty, with no lock held.
     virtual TurnEnd OnQueueDry();
     virtual bool RetiresWhenDry() const noexcept { return false; }
+    // After a failure that may have left the queue dry with no pump queued or running, with no
+    // lock held and a reference held by the caller: a keyed strand that is so retires, as no
+    // turn will retire it.
+    virtual void OnStranded() noexcept {}
     TurnEnd IdleLocked() noexcept;
     TurnEnd ExitLocked() noexcept;
 
