@@ -8,8 +8,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -162,6 +166,155 @@ TEST_CASE("Destroying KeyedStrands from inside a key's task is deferred", "[stra
     base.RunAll();
     CHECK(after <= 1); // key 2 may have run first; key 1's queued task is dropped
     CHECK(base.Pending() == 0);
+}
+
+namespace
+{
+// One thread that runs what it is given, in order, never inline; it says when it has taken
+// something to run.
+class WorkerExecutor final : public IExecutor
+{
+public:
+    WorkerExecutor() : thread_([this] { Loop(); }) {}
+    ~WorkerExecutor()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    WorkerExecutor(const WorkerExecutor&) = delete;
+    WorkerExecutor& operator=(const WorkerExecutor&) = delete;
+    using IExecutor::Submit;
+    void Submit(std::coroutine_handle<> handle) override { Submit(ParkedWork{handle, {}}); }
+    void Submit(ParkedWork work) override
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            queue_.push_back(work);
+        }
+        cv_.notify_all();
+    }
+    std::atomic<int> taken{0};
+
+private:
+    void Loop()
+    {
+        for (;;)
+        {
+            ParkedWork work;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+                if (queue_.empty())
+                    return;
+                work = queue_.front();
+                queue_.pop_front();
+            }
+            taken.fetch_add(1);
+            ExecutorScope scope(this);
+            work.handle.resume();
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<ParkedWork> queue_;
+    bool stop_ = false;
+    std::thread thread_; // last: it reads the members above
+};
+
+// Set by a throwing copy on its thread: the next hash there (user code the registry runs under
+// its lock) waits until the worker has taken the strand's pump, then lets it reach its dry turn.
+thread_local bool tGateNextHash = false;
+std::atomic<WorkerExecutor*> gGateWorker{nullptr};
+
+struct GatedHash
+{
+    std::size_t operator()(int key) const noexcept
+    {
+        if (std::exchange(tGateNextHash, false))
+            if (WorkerExecutor* worker = gGateWorker.load())
+            {
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                while (worker->taken.load() == 0 && std::chrono::steady_clock::now() < deadline)
+                    std::this_thread::yield();
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+        return std::hash<int>{}(key);
+    }
+};
+
+// A callable whose copy into the queue throws, after the registry handed the pump to the base.
+struct ThrowsOnCopy
+{
+    bool gate = false;
+    ThrowsOnCopy() = default;
+    ThrowsOnCopy(const ThrowsOnCopy& other) : gate(other.gate)
+    {
+        if (gate)
+            tGateNextHash = true;
+        throw std::runtime_error("copy failed");
+    }
+    ThrowsOnCopy& operator=(const ThrowsOnCopy&) = delete;
+    void operator()() const {}
+};
+} // namespace
+
+TEST_CASE("A callable whose copy throws for a new key propagates; the key's strand retires once",
+          "[strands][keyed]")
+{
+    // Until 2026-12-04 the registry detached the new strand in Post's catch while its pump was
+    // already on the base: after Seal() it closed it under the registry's lock, waiting for the
+    // pump, which waited for that lock at its dry turn (a deadlock); unsealed, it kept the strand
+    // and the pump kept it again (one strand twice in the reuse list).
+    SECTION("after Seal(), with the pump on another thread")
+    {
+        WorkerExecutor worker;
+        gGateWorker = &worker;
+        int ran = 0;
+        {
+            KeyedStrands<int, GatedHash> strands(worker);
+            strands.Seal();
+            ThrowsOnCopy fn;
+            fn.gate = true;
+            {
+                TCTest::Watchdog watchdog("Post whose copy threw after Seal never returned");
+                CHECK_THROWS_WITH(strands.Post(1, fn), "copy failed");
+                tGateNextHash = false; // the fixed registry hashes nothing after the throw
+                strands.WaitIdle();    // the pump's dry turn retires the key
+            }
+            CHECK(strands.ActiveKeys() == 0);
+            CHECK(strands.KeptStrands() == 0); // made after the seal: not kept
+            CHECK(strands.StrandsMade() == 1);
+            strands.Post(1, [&ran] { ++ran; }); // the key works afresh
+            TCTest::Watchdog watchdog("the key's next post never ran");
+            strands.WaitIdle();
+        }
+        gGateWorker = nullptr;
+        CHECK(ran == 1);
+    }
+    SECTION("unsealed: the strand is kept once, and reused")
+    {
+        ManualExecutor base;
+        KeyedStrands<int> strands(base);
+        ThrowsOnCopy fn;
+        CHECK_THROWS_WITH(strands.Post(1, fn), "copy failed");
+        base.RunAll();
+        CHECK(strands.ActiveKeys() == 0);
+        CHECK(strands.StrandsMade() == 1);
+        CHECK(strands.KeptStrands() == 1);
+        int ran = 0;
+        for (int key = 2; key < 6; ++key)
+        {
+            strands.Post(key, [&ran] { ++ran; });
+            base.RunAll();
+        }
+        CHECK(ran == 4);
+        CHECK(strands.StrandsMade() == 1);
+        CHECK(strands.KeptStrands() == 1);
+    }
 }
 
 TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, a dropped pump",

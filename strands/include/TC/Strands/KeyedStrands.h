@@ -76,7 +76,6 @@ public:
         retired_ = false;
     }
     bool KeepableLocked() const noexcept { return keepable_; }
-    void MarkRetiredLocked() noexcept { retired_ = true; }
 
     // Under the registry's lock and ours: a strand a failure left dry with no pump queued or
     // running retires, since no turn will. Returns its idle pump's frame when it is not kept,
@@ -146,16 +145,10 @@ public:
         if (closed_ || (admission == Admission::Offer && sealed_))
             return EnqueueResult::Refused; // the registry is the offer door
         Core* core = nullptr;
-        bool attached = false;
         if (auto it = active_.find(key); it != active_.end())
-        {
             core = it->second.get();
-        }
         else
-        {
             core = AttachLocked(key);
-            attached = true;
-        }
         Abandoned abandoned;
         std::unique_lock<std::mutex> coreLock(core->Mutex());
         try
@@ -164,12 +157,16 @@ public:
         }
         catch (...)
         {
-            coreLock.unlock();
+            // A strand whose pump is already on the base (the callable's move threw last) is
+            // left to that pump's dry turn, which retires it once; one left with no pump
+            // retires here. Nothing that can wait runs under the registry's lock.
             std::shared_ptr<Core> keep =
                 std::static_pointer_cast<Core>(core->shared_from_this());
-            if (attached)
-                DetachLocked(key, core);
+            const std::coroutine_handle<> exited = core->RetireIfStrandedLocked(*this);
+            coreLock.unlock();
             lock.unlock();
+            if (exited)
+                exited.destroy();
             keep->DropAbandoned(abandoned);
             throw;
         }
@@ -346,23 +343,6 @@ private:
         return {};
     }
 
-    void DetachLocked(const Key& key, Core* core) noexcept
-    {
-        auto it = active_.find(key);
-        if (it == active_.end() || it->second.get() != core)
-            return;
-        std::shared_ptr<Core> detached = std::move(it->second);
-        active_.erase(it);
-        {
-            std::lock_guard<std::mutex> coreLock(detached->Mutex());
-            detached->MarkRetiredLocked();
-        }
-        if (detached->KeepableLocked() && kept_.size() < kKeptStrands)
-            kept_.push_back(std::move(detached));
-        else
-            detached->Close();
-    }
-
     IExecutor& base_;
     KeyedStrandsOptions<Key> options_;
     mutable std::mutex mutex_;
@@ -385,6 +365,11 @@ private:
 // while Post/Submit are admitted until Close(). ~KeyedStrands is Close(): every key's queue is
 // dropped and every key's running task waited for -- except the one the destructor runs inside,
 // which is not waited for (see Strand). The base must outlive it.
+//
+// What Post/Submit throw (the callable's copy, the base's refusal, memory) reaches the caller;
+// the key's strand then retires as any dry one does -- at its pump's next turn if the pump is
+// already on the base, at once if not -- so a failure never leaves a key active with nothing
+// queued, nor a strand kept twice.
 template <class Key, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
 class KeyedStrands
 {
