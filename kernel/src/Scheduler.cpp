@@ -355,7 +355,7 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
 SchedulerCore::~SchedulerCore()
 {
     // A submitter from outside may still be waking a worker for the task that finished last.
-    while (enqueuing_.load(std::memory_order_acquire) != 0)
+    while ((enqueuing_.load(std::memory_order_acquire) & ~kEnqueueClosed) != 0)
         std::this_thread::yield();
     for (auto& worker : workers_)
         for (StackMemory& stack : worker->stackCache)
@@ -387,21 +387,18 @@ void SchedulerCore::Shutdown()
                          options.name.c_str(), Live());
         }
     };
-    if (HasWorkerThreads())
+    // Until no task lives and nothing is queued: the workers run it, or this thread pumps.
+    auto drain = [&]
     {
-        while (Live() != 0 || HasQueuedWork(Priority::Normal))
+        if (HasWorkerThreads())
         {
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-            reportIfHung();
+            while (Live() != 0 || HasQueuedWork(Priority::Normal))
+            {
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                reportIfHung();
+            }
+            return;
         }
-        exit_.store(true, std::memory_order_release);
-        WakeAll();
-        for (auto& worker : workers_)
-            worker->thread.join();
-    }
-    else
-    {
-        CheckHostThread(true);
         for (;;)
         {
             Pump(SIZE_MAX, Priority::Normal, 0, false);
@@ -415,7 +412,51 @@ void SchedulerCore::Shutdown()
             UnregisterSleeper(parker);
             reportIfHung();
         }
+    };
+    if (!HasWorkerThreads())
+        CheckHostThread(true);
+    // Until the last task finished, everything is accepted (but Start): what the tasks and
+    // the other threads submit meanwhile runs here.
+    drain();
+    // The last look: from now on new work from outside is refused, and what was admitted before
+    // is queued once Close returns. The second drain runs it; what that work submits from this
+    // core's own threads is still accepted (the workers and this pump run it before they stop).
+    Close();
+    drain();
+    if (HasWorkerThreads())
+    {
+        // A worker leaves its loop only once it found nothing to take, so what the last items
+        // submitted from a worker runs before the join returns.
+        exit_.store(true, std::memory_order_release);
+        WakeAll();
+        for (auto& worker : workers_)
+            worker->thread.join();
     }
+}
+
+void SchedulerCore::Close() noexcept
+{
+    // relaxed: the submitters decide on this same word (EnterFromOutside), so its modification
+    // order alone says which increments came first; the acquire loads below order their enqueues
+    // before the drain that follows.
+    enqueuing_.fetch_or(kEnqueueClosed, std::memory_order_relaxed);
+    while ((enqueuing_.load(std::memory_order_acquire) & ~kEnqueueClosed) != 0)
+        std::this_thread::yield();
+}
+
+void SchedulerCore::EnterFromOutside(Arrival arrival, const char* call)
+{
+    // relaxed: the decision rests on this RMW's place in enqueuing_'s modification order alone
+    // (see there); the enqueue is ordered before the destructor's drain by LeaveFromOutside.
+    const std::uint32_t before = enqueuing_.fetch_add(1, std::memory_order_relaxed);
+    if (!(before & kEnqueueClosed) || arrival == Arrival::Resume) [[likely]]
+        return;
+    // Refused: the message is made while the count still holds the core, which may be freed the
+    // moment the count is left.
+    std::logic_error refused("TC::Scheduler('" + options.name + "'): " + call +
+                             " called while the scheduler is being destroyed");
+    LeaveFromOutside();
+    throw refused;
 }
 
 void SchedulerCore::CheckHostThread(bool forDestructor)
@@ -439,32 +480,28 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
 // ---------------------------------------------------------------------------------------------
 // Queues
 
-void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority)
+void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority, Arrival arrival)
 {
-    if (Worker* host = HostWorkerOfThisThread())
+    if (Worker* host = HostWorkerOfThisThread()) // never while the destructor runs
     {
         host->local[static_cast<std::size_t>(priority)].Push(item);
         return;
     }
+    // Counted from before the admission until the item is queued and a worker woken: the
+    // destructor's last look waits for an admitted item to be queued, and once it is queued its
+    // task may run and finish, and the scheduler be destroyed, while this call (from the timer
+    // thread or any other) is still waking a worker -- ~SchedulerCore waits for it as well.
+    EnterFromOutside(arrival, "Submit");
+    struct Leave
+    {
+        SchedulerCore& core;
+        ~Leave() { core.LeaveFromOutside(); }
+    } leave{*this};
     EnqueueShared(item, priority);
 }
 
 void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
 {
-    // Counted: once the item is queued its task may run and finish on a worker, and the scheduler
-    // be destroyed, while this call (from the timer thread or any other) is still waking a
-    // worker; ~SchedulerCore waits until no call is in here. relaxed increment: it is sequenced
-    // before the enqueue, which the task's run and the destruction happen after; release
-    // decrement: this call's accesses happen before the destructor's acquire load.
-    struct InFlight
-    {
-        std::atomic<std::uint32_t>& count;
-        explicit InFlight(std::atomic<std::uint32_t>& c) noexcept : count(c)
-        {
-            count.fetch_add(1, std::memory_order_relaxed);
-        }
-        ~InFlight() { count.fetch_sub(1, std::memory_order_release); }
-    } inFlight(enqueuing_);
     TC_CHECK((item & ~kInboxItemMask) == 0, "address above 48 bits",
              "a task or coroutine frame lives above the 48-bit address range the scheduler's "
              "queues assume");
@@ -775,7 +812,16 @@ void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
                 worker.preferShared = true;
             }
             else
+            {
+                // A move: MoveCurrentTaskTo was admitted by the destination and holds its count
+                // until the task is queued there.
+                struct Leave
+                {
+                    SchedulerCore* core;
+                    ~Leave() { core->LeaveFromOutside(); }
+                } leave{worker.postTarget};
                 worker.postTarget->EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
+            }
         }
         catch (...)
         {
@@ -810,9 +856,11 @@ void SchedulerCore::WorkerMain(Worker& worker)
             Idle(worker);
         }
     }
+    // The worker runs nothing more: a submission from the hook comes from outside, and is
+    // refused (the destructor has closed) instead of queued where nobody would take it.
+    thread.worker = nullptr;
     if (options.hooks.threadStop)
         options.hooks.threadStop(worker.index);
-    thread.worker = nullptr;
 }
 
 PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline,
@@ -1187,10 +1235,40 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
 void SchedulerCore::Launch(Task* task)
 {
     Worker* worker = SubmittingWorker();
+    if (!worker)
+    {
+        // From outside: counted from before the start is counted until the task is queued, so
+        // the destructor's last look either waits for it or refuses it (AllocateTask checked
+        // `stopping`, but the destructor may have started since). The task's block holds the
+        // core, so freeing it after leaving the count is safe.
+        try
+        {
+            EnterFromOutside(Arrival::New, "Start");
+        }
+        catch (...)
+        {
+            task->body->destroy(task->callable);
+            FreeUnstartedTask(task);
+            throw;
+        }
+    }
+    struct Leave
+    {
+        SchedulerCore* core; // nullptr: nothing to leave
+        ~Leave()
+        {
+            if (core)
+                core->LeaveFromOutside();
+        }
+    } leave{worker ? nullptr : this};
     CountStart(worker); // before the enqueue publishes the task, so before its end is counted
     try
     {
-        EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority);
+        if (worker)
+            EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority,
+                        Arrival::New);
+        else
+            EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
     }
     catch (...)
     {
@@ -1361,7 +1439,8 @@ void Scheduler::Submit(ParkedWork work)
 
 void Scheduler::Submit(std::coroutine_handle<> handle, Priority priority)
 {
-    core_->Enqueue(reinterpret_cast<std::uintptr_t>(handle.address()) | kCoroutineTag, priority);
+    core_->Enqueue(reinterpret_cast<std::uintptr_t>(handle.address()) | kCoroutineTag, priority,
+                   Arrival::New);
 }
 
 PumpResult Scheduler::RunPending(std::size_t maxTasks, Priority lowest)
@@ -1522,6 +1601,9 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
         YieldTask();
         return;
     }
+    // Admitted before anything changes hands (refused: the task stays where it is), and counted
+    // until the switch's other side has queued it there (RunPostSwitch).
+    destination->EnterFromOutside(Arrival::New, "MoveCurrentTaskTo");
     // The task now belongs to the destination: its live count, its queues, its stack pool, and
     // its block (which goes back to the destination's pool).
     destination->startedElsewhere.fetch_add(1, std::memory_order_release);

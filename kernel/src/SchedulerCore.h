@@ -43,6 +43,16 @@ inline constexpr unsigned kInboxItemBits = 48;
 inline constexpr std::uintptr_t kInboxItemMask = (std::uintptr_t{1} << kInboxItemBits) - 1;
 // Every 61st pick a worker looks at the shared queue before its own (fairness).
 inline constexpr unsigned kFairnessInterval = 61;
+// The top bit of SchedulerCore::enqueuing_: the destructor has made its last look, and new work
+// from outside the core's threads is refused; the bits below count submissions in flight.
+inline constexpr std::uint32_t kEnqueueClosed = std::uint32_t{1} << 31;
+
+// What a submission from outside a core's threads brings (SchedulerCore::EnterFromOutside).
+enum class Arrival : std::uint8_t
+{
+    New,    // work the core does not count yet (a start, a coroutine, a moving task): refusable
+    Resume, // a resumed task of the core's own, already counted live: never refused
+};
 
 // A pump turn in progress on a host worker (SchedulerCore::Pump): how far a task that ends may
 // go on starting fresh tasks on its own stack without returning to the pump loop
@@ -112,14 +122,15 @@ public:
     // only when another worker sleeps and this one already has work queued does it go where
     // that worker can take it. Otherwise the shared queue (one enqueue, plus a wake-up when a
     // worker sleeps).
-    void Enqueue(std::uintptr_t item, Priority priority)
+    // From outside the core's threads, `arrival` says whether the destructor may refuse it.
+    void Enqueue(std::uintptr_t item, Priority priority, Arrival arrival)
     {
-        EnqueueFrom(CurrentThread().worker, item, priority);
+        EnqueueFrom(CurrentThread().worker, item, priority, arrival);
     }
     // The same, for a caller that has already read the calling thread's worker (or nullptr).
     // The host thread of a scheduler without workers queues on the host worker between pumps
     // too (HostWorkerOfThisThread), whatever it submits: starts, resumes, coroutines.
-    void EnqueueFrom(Worker* worker, std::uintptr_t item, Priority priority)
+    void EnqueueFrom(Worker* worker, std::uintptr_t item, Priority priority, Arrival arrival)
     {
         if (LocalQueue* queue = OwnQueueFor(worker, priority))
         {
@@ -131,7 +142,7 @@ public:
             EnqueueShared(item, priority); // another worker sleeps and this one has work queued
             return;
         }
-        EnqueueFromOutside(item, priority);
+        EnqueueFromOutside(item, priority, arrival);
     }
     // EnqueueFrom's common case alone, with no call in it (every resume's path): true when the
     // item went to `worker`'s local queue without growing it; false leaves it to EnqueueFrom.
@@ -154,10 +165,25 @@ public:
         return &queue;
     }
     // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
-    // host check stays off every resume's code).
-    void EnqueueFromOutside(std::uintptr_t item, Priority priority);
-    // Behind everything already queued (a yield or a move goes to the back of the line).
+    // host check stays off every resume's code). Throws std::logic_error for Arrival::New once
+    // the destructor closed (EnterFromOutside).
+    void EnqueueFromOutside(std::uintptr_t item, Priority priority, Arrival arrival);
+    // Behind everything already queued (a yield or a move goes to the back of the line). A
+    // caller outside this core's threads holds a count of enqueuing_ (EnterFromOutside) across
+    // it; this core's own workers need none (the destructor joins them).
     void EnqueueShared(std::uintptr_t item, Priority priority);
+    // The handshake between submissions from outside this core's threads and the destructor's
+    // last look (Close). Enter counts the caller in enqueuing_; for Arrival::New it then throws
+    // std::logic_error ("TC::Scheduler('<name>'): <call> called while the scheduler is being
+    // destroyed"), counted out again, if the destructor has closed. Leave ends the count once
+    // the caller's item is queued (or its enqueue failed).
+    void EnterFromOutside(Arrival arrival, const char* call);
+    void LeaveFromOutside() noexcept
+    {
+        // release: the caller's enqueue happens before the acquire load in Close or
+        // ~SchedulerCore that reads the count this leaves.
+        enqueuing_.fetch_sub(1, std::memory_order_release);
+    }
     // The item a shared-queue entry stands for -- or, when it was queued behind an inbox item
     // that is still there, that one (older: it runs first, and the entry's item is kept in
     // `worker.deferred`, the worker's next pick).
@@ -318,6 +344,8 @@ public:
     Task* StartOnFinishedStack(Worker& worker, Task* finished) noexcept;
     void FreeTask(Task* task) noexcept; // its block's owner lets go (EndForJoiner says who)
 
+    // ~Scheduler: waits for every task and queued item (pumping, or on the workers), closes to
+    // new work from outside (Close), waits for what was admitted before, then stops the workers.
     void Shutdown();
     // Makes this core the calling thread's host (its converted-thread waits pump it), in place
     // of the one it pumped before.
@@ -364,6 +392,9 @@ private:
     [[gnu::noinline]] bool BindStack(Task* task, Worker* worker) noexcept;
     void EndUnrun(Task* task, Worker* worker) noexcept;
     void Idle(Worker& worker);
+    // Shutdown's last look: refuses new work from outside from now on, then waits until every
+    // submission admitted before has queued its item.
+    void Close() noexcept;
 
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
     // High items in global_: counted before the enqueue and after the dequeue, so never below
@@ -377,7 +408,16 @@ private:
     std::atomic<int> sleepers_{0};
     // Own lines: every outside submitter writes enqueuing_ twice, and an idle worker polls
     // exit_ while it spins; sharing one line made each submission steal it from the spinner.
-    alignas(64) std::atomic<std::uint32_t> enqueuing_{0}; // EnqueueShared calls in flight (see there)
+    // enqueuing_: submissions from outside this core's threads in flight, from before their
+    // admission until their item is queued (EnterFromOutside/LeaveFromOutside), plus
+    // kEnqueueClosed once the destructor closed. Both the count and the flag live in one word
+    // so that each submitter decides with a single read-modify-write: every RMW of the word is
+    // in one modification order, so a submitter's increment either comes before the close (the
+    // destructor then waits for its decrement, and runs what it queued) or after it (it reads
+    // the flag and is refused). A flag and a separate count would need a fence pair.
+    // ~SchedulerCore waits for the count to drop to zero too: a resume from outside may still be
+    // waking a worker for the task that finished last.
+    alignas(64) std::atomic<std::uint32_t> enqueuing_{0};
     alignas(64) std::atomic<bool> exit_{false};
     // One Normal-priority item submitted from outside while the shared queue was empty: an idle
     // worker's spin reads this one line instead of the queue's, and takes the item with one

@@ -55,8 +55,8 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 {
     try
     {
-        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task),
-                                     task->priority);
+        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority,
+                                     Arrival::Resume);
     }
     catch (...)
     {

@@ -163,13 +163,20 @@ private:
 // (pumping, if it has no workers), joins its workers and frees the stacks. Queued coroutine
 // resumptions still run before it returns. A task that can never be resumed makes the destructor
 // wait forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
-// Start after the destructor started throws std::logic_error. Submit and MoveCurrentTaskTo do
-// not check (an open defect, guides/reliability.md): what they hand over after the destructor
-// saw its last task finish is lost, so stop them first. A scheduler without workers
-// is best destroyed on its host thread: destroyed on another, its host thread must not resume
-// its tasks, submit to it or release its JoinHandles while the destructor runs (between pumps the
-// host queues on the host worker without atomics, and the destructor pumps that worker). Once
-// the destructor returned, no thread's waits pump it any more, wherever it was destroyed.
+// Start after the destructor started throws std::logic_error. Submit and MoveCurrentTaskTo are
+// accepted, and what they hand over runs, until the destructor's last look: the moment it has
+// seen its last task finish with nothing queued. From then on, called from anywhere but the
+// scheduler's own workers or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit
+// called while the scheduler is being destroyed") and hand nothing over; a coroutine parked on
+// the scheduler and resumed then terminates the process (its resumer cannot throw). A call that
+// races the last look is either refused or waited for and run, never lost. ResumeTask of the
+// scheduler's own tasks is never refused. Only calls made while the destructor runs are
+// answered: the object is gone once it returns, so stop the threads that submit before then.
+// A scheduler without workers is best destroyed on its host thread: destroyed on another, its
+// host thread must not resume its tasks, submit to it or release its JoinHandles while the
+// destructor runs (between pumps the host queues on the host worker without atomics, and the
+// destructor pumps that worker). Once the destructor returned, no thread's waits pump it any
+// more, wherever it was destroyed.
 class Scheduler final : public IExecutor
 {
 public:
@@ -211,6 +218,7 @@ public:
     }
 
     // IExecutor: queues a coroutine resumption (Priority::Normal). Thread-safe, never inline.
+    // Throws std::logic_error, queueing nothing, once the destructor made its last look (above).
     using IExecutor::Submit;
     void Submit(std::coroutine_handle<> handle) override;
     void Submit(ParkedWork work) override;
@@ -271,7 +279,8 @@ private:
 void YieldTask();
 
 // Moves the calling task to `target`: it continues there (on a worker, or when the host pumps).
-// "Run the rest of this on the main thread" is MoveCurrentTaskTo(hostScheduler).
+// "Run the rest of this on the main thread" is MoveCurrentTaskTo(hostScheduler). Throws
+// std::logic_error, the task staying where it is, once target's destructor made its last look.
 void MoveCurrentTaskTo(Scheduler& target, Priority priority = Priority::Normal);
 
 // True when the scheduler running the calling task was asked to shut down.

@@ -1,0 +1,290 @@
+// A Scheduler's destructor and the work that reaches it meanwhile: until its last look (its last
+// task finished, nothing queued) Submit and MoveCurrentTaskTo are accepted and what they hand
+// over runs; from then on they throw std::logic_error. Racing submitters see one or the other,
+// never a lost item (a coroutine frame LeakSanitizer would report, a count that falls short).
+
+#include "TestGate.h"
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+using namespace TC;
+using TestSupport::Gate;
+using TestSupport::Scaled;
+
+namespace
+{
+// A coroutine that waits to be submitted, then counts its run and frees itself.
+struct Counted
+{
+    struct promise_type
+    {
+        Counted get_return_object()
+        {
+            return Counted{std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<> handle;
+};
+
+Counted Count(std::atomic<long>* ran)
+{
+    ++*ran;
+    co_return;
+}
+
+// Refusals whose message does not say why (checked on the test's thread: Catch is not
+// thread-safe).
+std::atomic<int> unclearRefusals{0};
+
+// Submits a counted coroutine; false (the frame destroyed) if the scheduler refused it.
+bool TrySubmit(Scheduler& scheduler, std::atomic<long>& ran)
+{
+    const std::coroutine_handle<> handle = Count(&ran).handle;
+    try
+    {
+        scheduler.Submit(handle);
+        return true;
+    }
+    catch (const std::logic_error& error)
+    {
+        handle.destroy();
+        if (std::string(error.what())
+                .find("Submit called while the scheduler is being destroyed") == std::string::npos)
+            ++unclearRefusals;
+        return false;
+    }
+}
+
+// Holds a worker's threadStop hook -- which runs after the destructor's last look, before it
+// returns -- until the racing callers have stopped, so that none calls a destroyed scheduler.
+// Gives up after 5 s (a kernel that never refuses) and asks them to stop instead.
+struct StopGate
+{
+    std::atomic<int> running{0};
+    std::atomic<bool> stop{false};
+    std::atomic<bool> gaveUp{false};
+    void Hold()
+    {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (running.load() != 0)
+        {
+            if (std::chrono::steady_clock::now() > until && !stop.exchange(true))
+                gaveUp = true;
+            std::this_thread::yield();
+        }
+    }
+};
+} // namespace
+
+TEST_CASE("Submissions racing the destructor's last look are refused or run, none is lost")
+{
+    // One thread submits coroutines in a loop, another starts tasks, while the destructor drains
+    // a task and makes its last look; each stops at its first refusal. Every accepted coroutine
+    // and task must have run by the time the destructor returns.
+    const long rounds = Scaled(400);
+    long attempts = 0, refused = 0, accepted = 0;
+    std::atomic<long> ran{0};
+    for (long round = 0; round < rounds; ++round)
+    {
+        StopGate gate;
+        SchedulerOptions options;
+        options.workerCount = round % 2 == 0 ? 1 : 2;
+        options.hooks.threadStop = [&gate](unsigned) { gate.Hold(); };
+        std::optional<Scheduler> scheduler(std::in_place, std::move(options));
+        scheduler->Start([] { std::this_thread::yield(); }).Detach();
+        std::atomic<long> roundAttempts{0}, roundRefused{0};
+        gate.running = 2;
+        std::thread submitter(
+            [&]
+            {
+                while (!gate.stop.load())
+                {
+                    ++roundAttempts;
+                    if (!TrySubmit(*scheduler, ran))
+                    {
+                        ++roundRefused;
+                        break;
+                    }
+                    std::this_thread::yield(); // the worker keeps up: the destructor can drain
+                }
+                --gate.running;
+            });
+        std::thread starter(
+            [&]
+            {
+                while (!gate.stop.load())
+                {
+                    ++roundAttempts;
+                    try
+                    {
+                        scheduler->Start([&ran] { ++ran; }).Detach();
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        ++roundRefused;
+                        break;
+                    }
+                    std::this_thread::yield();
+                }
+                --gate.running;
+            });
+        while (roundAttempts.load() < 20)
+            std::this_thread::yield();
+        scheduler.reset();
+        submitter.join();
+        starter.join();
+        attempts += roundAttempts.load();
+        refused += roundRefused.load();
+        accepted = attempts - refused;
+        REQUIRE(ran.load() == accepted);   // read after the destructor returned: nothing is lost
+        REQUIRE_FALSE(gate.gaveUp.load()); // both were refused before the destructor returned
+    }
+    REQUIRE(refused == 2 * rounds);
+    REQUIRE(ran.load() + refused == attempts);
+    REQUIRE(unclearRefusals.load() == 0);
+}
+
+TEST_CASE("A task moving in and out of a scheduler being destroyed is refused or runs there")
+{
+    // A task on another scheduler moves into the one being destroyed and back, in a loop, until
+    // the move is refused: every accepted move runs its part there (the destructor waits for it).
+    const long rounds = Scaled(200);
+    Scheduler home(1);
+    for (long round = 0; round < rounds; ++round)
+    {
+        StopGate gate;
+        SchedulerOptions options;
+        options.workerCount = 1;
+        options.hooks.threadStop = [&gate](unsigned) { gate.Hold(); };
+        std::optional<Scheduler> target(std::in_place, std::move(options));
+        std::atomic<long> moves{0}, ranThere{0};
+        bool refused = false;
+        gate.running = 1;
+        JoinHandle mover = home.Start(
+            [&]
+            {
+                while (!gate.stop.load())
+                {
+                    ++moves;
+                    try
+                    {
+                        MoveCurrentTaskTo(*target);
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        refused = true;
+                        break;
+                    }
+                    ++ranThere;
+                    MoveCurrentTaskTo(home);
+                }
+                --gate.running;
+            });
+        while (moves.load() < 5)
+            std::this_thread::yield();
+        target.reset();
+        mover.Join();
+        REQUIRE_FALSE(gate.gaveUp.load());
+        REQUIRE(refused);
+        REQUIRE(ranThere.load() == moves.load() - 1);
+    }
+}
+
+TEST_CASE("Submit from a worker's threadStop hook, after the last look, is refused")
+{
+    // The hook runs as the destructor stops its workers: an item queued there would never run.
+    std::atomic<long> ran{0};
+    std::atomic<int> submitRefused{0}, startRefused{0};
+    Scheduler* self = nullptr;
+    SchedulerOptions options;
+    options.workerCount = 1;
+    options.hooks.threadStop = [&](unsigned)
+    {
+        if (!TrySubmit(*self, ran))
+            ++submitRefused;
+        try
+        {
+            self->Start([&ran] { ++ran; }).Detach();
+        }
+        catch (const std::logic_error&)
+        {
+            ++startRefused;
+        }
+    };
+    {
+        Scheduler scheduler(std::move(options));
+        self = &scheduler;
+        scheduler.Start([] {}).Join();
+    }
+    REQUIRE(submitRefused.load() == 1);
+    REQUIRE(unclearRefusals.load() == 0);
+    REQUIRE(startRefused.load() == 1);
+    REQUIRE(ran.load() == 0);
+}
+
+TEST_CASE("Until the last task finished, submissions and moves from anywhere run; Start throws")
+{
+    // The destructor waits for a task held at a gate: meanwhile another thread submits, a task
+    // of another scheduler moves in, and the held task itself submits once released. All run.
+    // Without workers the destroying thread pumps (and becomes the host); this one never does.
+    for (unsigned workers : {0u, 1u})
+    {
+        std::atomic<long> ran{0};
+        Gate hold;
+        Scheduler other(1);
+        auto* scheduler = new Scheduler(workers);
+        std::atomic<bool> submitInsideAccepted{false}, startThrewInside{false};
+        scheduler
+            ->Start(
+                [&]
+                {
+                    SuspendTask(&hold);
+                    submitInsideAccepted = TrySubmit(*scheduler, ran);
+                    try
+                    {
+                        scheduler->Start([] {}).Detach();
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        startThrewInside = true; // Start throws once the destructor started
+                    }
+                })
+            .Detach();
+        std::thread destroyer([&] { delete scheduler; });
+        while (!scheduler->ShutdownRequested() || hold.suspended.load() < 1)
+            std::this_thread::yield();
+        REQUIRE_THROWS_AS(scheduler->Start([] {}).Detach(), std::logic_error);
+        REQUIRE(TrySubmit(*scheduler, ran));
+        std::atomic<bool> movedRan{false};
+        JoinHandle mover = other.Start(
+            [&]
+            {
+                MoveCurrentTaskTo(*scheduler);
+                movedRan = true;
+            });
+        while (!movedRan.load()) // it runs there while the destructor waits for the held task
+            std::this_thread::yield();
+        REQUIRE(hold.OpenAll() == 1);
+        mover.Join();
+        destroyer.join();
+        REQUIRE(ran.load() == 2);
+        REQUIRE(movedRan.load());
+        REQUIRE(submitInsideAccepted.load());
+        REQUIRE(startThrewInside.load());
+    }
+}
