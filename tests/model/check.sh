@@ -48,6 +48,9 @@ runs=(
     "strand_pump.pml|-DBROKEN -DNO_CLOSE|fail"
     "strand_pump.pml|-DBROKEN|fail"
     "strand_pump.pml|-DBROKEN_EARLY|fail"
+    "scheduler_close.pml||pass"
+    "scheduler_close.pml|-DBROKEN_FLAG|fail"
+    "scheduler_close.pml|-DBROKEN_NOWAIT|fail"
 )
 
 status=0
