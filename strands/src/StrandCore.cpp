@@ -185,7 +185,7 @@ StrandCore::~StrandCore()
     std::unique_ptr<StrandEntry[]> entries;
     std::size_t count = 0;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<StrandLock> lock(mutex_);
         TakeAllLocked(entries, count);
     }
     DropAll(std::move(entries), count);
@@ -206,7 +206,7 @@ void StrandCore::Submit(ParkedWork work)
 EnqueueResult StrandCore::Enqueue(PendingEntry& pending, Admission admission)
 {
     Abandoned abandoned;
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<StrandLock> lock(mutex_);
     try
     {
         return PushLocked(pending, admission, abandoned);
@@ -273,7 +273,7 @@ void StrandCore::DropAbandoned(Abandoned& abandoned) noexcept
     DropAll(std::move(abandoned.entries), std::exchange(abandoned.count, 0));
 }
 
-void StrandCore::HandOffFinished(std::unique_lock<std::mutex>& lock) noexcept
+void StrandCore::HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept
 {
     --handOffs_;
     (void)lock;
@@ -326,7 +326,7 @@ void StrandCore::DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t cou
 
 void StrandCore::Seal()
 {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<StrandLock> lock(mutex_);
     sealed_ = true;
 }
 
@@ -340,7 +340,7 @@ void StrandCore::Close() noexcept
     // closed, as a task that destroys its strand does.
     const unsigned heldHere = tlHandingOff == this ? 1u : 0u;
     {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::unique_lock<StrandLock> lock(mutex_);
         closed_ = true;
         closedHint_.store(true, std::memory_order_relaxed); // a hint; the lock decides
         sealed_ = true;
@@ -367,7 +367,7 @@ void StrandCore::Close() noexcept
 
 bool StrandCore::Idle() const
 {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<StrandLock> lock(mutex_);
     if (phase_ == PumpPhase::Running)
         return false;
     return count_ == 0 || closed_;
@@ -377,7 +377,7 @@ void StrandCore::WaitIdle()
 {
     if (RunningHere())
         throw std::logic_error("TC::Strand::WaitIdle: called from the strand's own task");
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<StrandLock> lock(mutex_);
     waiters_.WaitUntil(lock, [this] {
         return phase_ != PumpPhase::Running && (count_ == 0 || closed_);
     });
@@ -393,7 +393,7 @@ bool StrandCore::RunningHere() const noexcept
 
 bool StrandCore::BeginTurn()
 {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<StrandLock> lock(mutex_);
     if (closed_)
     {
         ExitLocked();
@@ -447,7 +447,7 @@ bool StrandCore::RunBatch()
 
 std::size_t StrandCore::TakeChunk(StrandEntry* into, std::size_t most)
 {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<StrandLock> lock(mutex_);
     taken_ = 0;
     if (closed_)
         return 0;
@@ -490,7 +490,7 @@ void StrandCore::InvokeHook(RunTask& task)
 
 TurnEnd StrandCore::OnQueueDry()
 {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<StrandLock> lock(mutex_);
     return IdleLocked();
 }
 
@@ -515,7 +515,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
     // run on elsewhere, retire and end, leaving `keep` the last reference, and ~StrandCore takes
     // mutex_ (destroying it under our own lock deadlocked this thread).
     std::shared_ptr<StrandCore> keep;
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<StrandLock> lock(mutex_);
     taken_ = 0;
     if (closed_)
         return ExitLocked();
@@ -574,7 +574,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
 
 void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noexcept
 {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<StrandLock> lock(mutex_);
     pump_ = nullptr; // the dying pump is the reaper's now
     if (closed_)
     {
@@ -648,7 +648,7 @@ void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
     std::unique_ptr<StrandEntry[]> entries;
     std::size_t count = 0;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<StrandLock> lock(mutex_);
         if (pump_ != pump)
             return; // exited, closed or replaced: nothing refers to it
         // The base dropped the pump it had queued (it shut down): nothing will run the queue.

@@ -65,7 +65,7 @@ public:
 
     Key KeyCopy() const
     {
-        std::lock_guard<std::mutex> lock(Mutex());
+        std::lock_guard<detail::StrandLock> lock(Mutex());
         return key_;
     }
 
@@ -98,7 +98,7 @@ protected:
     {
         std::shared_ptr<Registry> registry = registry_;
         std::lock_guard<std::mutex> registryLock(registry->mutex_);
-        std::lock_guard<std::mutex> lock(Mutex());
+        std::lock_guard<detail::StrandLock> lock(Mutex());
         if (ClosedLocked())
             return ExitLocked();
         if (!QueueEmptyLocked())
@@ -150,7 +150,7 @@ public:
         else
             core = AttachLocked(key);
         Abandoned abandoned;
-        std::unique_lock<std::mutex> coreLock(core->Mutex());
+        std::unique_lock<detail::StrandLock> coreLock(core->Mutex());
         try
         {
             return core->PushLocked(pending, Admission::Return, abandoned);
@@ -178,7 +178,7 @@ public:
         std::coroutine_handle<> exited;
         {
             std::lock_guard<std::mutex> lock(mutex_);
-            std::lock_guard<std::mutex> coreLock(core.Mutex());
+            std::lock_guard<detail::StrandLock> coreLock(core.Mutex());
             exited = core.RetireIfStrandedLocked(*this);
         }
         if (exited)
@@ -329,7 +329,7 @@ private:
         for (std::size_t i = 0; i < kept_.size(); ++i)
         {
             std::shared_ptr<Core>& candidate = kept_[i];
-            std::lock_guard<std::mutex> coreLock(candidate->Mutex());
+            std::lock_guard<detail::StrandLock> coreLock(candidate->Mutex());
             const long expected =
                 1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
             if (candidate.use_count() != expected)

@@ -7,6 +7,7 @@
 #include <TC/Strands/RunTask.h>
 #include <TC/Strands/StrandOptions.h>
 #include <TC/Strands/detail/WaitList.h>
+#include <TC/detail/SpinLock.h>
 
 #include <atomic>
 #include <coroutine>
@@ -20,6 +21,11 @@
 
 namespace TC::detail
 {
+// A strand's lock guards a few words of queue and phase: held for a push or a chunk, never across
+// a task, so spinning beats a futex (a mutex's sleep and wake made posts to a busy strand
+// syscalls).
+using StrandLock = SpinLock;
+
 enum class PumpPhase : std::uint8_t
 {
     Idle,      // suspended, queued nowhere (or no pump frame yet)
@@ -108,7 +114,7 @@ public:
     bool Idle() const;
     void WaitIdle();
     bool RunningHere() const noexcept;
-    std::mutex& Mutex() const noexcept { return mutex_; }
+    StrandLock& Mutex() const noexcept { return mutex_; }
 
     // ---- the pump's side ----
     bool BeginTurn();
@@ -151,11 +157,11 @@ private:
     void DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t count) noexcept;
     void RunEntry(StrandEntry& entry);
     void OnTaskThrew(StrandEntry* untried, std::size_t count) noexcept;
-    void HandOffFinished(std::unique_lock<std::mutex>& lock) noexcept;
+    void HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept;
 
     IExecutor& base_;
     StrandOptions options_;
-    mutable std::mutex mutex_;
+    mutable StrandLock mutex_;
     // The queue: a ring of entries, grown by doubling under the lock (power-of-two capacity).
     std::unique_ptr<StrandEntry[]> ring_;
     std::size_t capacity_ = 0;

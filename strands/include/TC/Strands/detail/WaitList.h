@@ -19,14 +19,14 @@ public:
     // stackful task or a converted thread waits through SuspendTask (a host thread keeps
     // pumping its scheduler meanwhile); a scheduler thread outside any task cannot, so it
     // yields in a loop -- what it waits for runs on another thread and ends within one task.
-    template <class Pred>
-    void WaitUntil(std::unique_lock<std::mutex>& lock, Pred pred)
+    template <class Lock, class Pred>
+    void WaitUntil(std::unique_lock<Lock>& lock, Pred pred)
     {
         while (!pred())
         {
             if (IsInsideTask() || Scheduler::Current() == nullptr)
             {
-                Waiter<Pred> waiter(*this, lock, pred);
+                Waiter<Lock, Pred> waiter(*this, lock, pred);
                 lock.unlock();
                 SuspendTask(&waiter);
             }
@@ -55,17 +55,17 @@ public:
     bool EmptyLocked() const noexcept { return top_ == nullptr; }
 
 private:
-    template <class Pred>
+    template <class Lock, class Pred>
     class Waiter final : public ISuspendCallback
     {
     public:
-        Waiter(WaitList& list, std::unique_lock<std::mutex>& lock, Pred& pred) noexcept
+        Waiter(WaitList& list, std::unique_lock<Lock>& lock, Pred& pred) noexcept
             : list_(list), mutex_(*lock.mutex()), pred_(pred)
         {
         }
         void OnSuspended(SuspendedTask task) noexcept override
         {
-            std::unique_lock<std::mutex> lock(mutex_);
+            std::unique_lock<Lock> lock(mutex_);
             if (pred_())
             {
                 lock.unlock();
@@ -78,7 +78,7 @@ private:
 
     private:
         WaitList& list_;
-        std::mutex& mutex_;
+        Lock& mutex_;
         Pred& pred_;
     };
 
