@@ -2,6 +2,7 @@
 // Helpers shared by the embedding suites: a fire-and-forget coroutine, the stress scale and a
 // monotonic clock in nanoseconds.
 
+#include "support/StressScale.h"
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
@@ -37,7 +38,7 @@ struct Detached
 #endif
 
 // Scales an operation count for the build: full in an optimised build, a fifth in a debug build,
-// a tenth under a sanitizer; TC_STRESS_SCALE (a positive number) multiplies on top.
+// a tenth under a sanitizer; TC_STRESS_SCALE multiplies on top (tests/support/StressScale.h).
 inline std::uint64_t Scaled(std::uint64_t count)
 {
     double scale = 1.0;
@@ -46,14 +47,7 @@ inline std::uint64_t Scaled(std::uint64_t count)
 #elif !defined(NDEBUG)
     scale = 0.2;
 #endif
-    if (const char* text = std::getenv("TC_STRESS_SCALE"))
-    {
-        const double factor = std::strtod(text, nullptr);
-        if (factor > 0)
-            scale *= factor;
-    }
-    const auto scaled = static_cast<std::uint64_t>(static_cast<double>(count) * scale);
-    return scaled < 100 ? 100 : scaled;
+    return TCStress::Scale<std::uint64_t>(count, scale, 100, std::uint64_t{1} << 40);
 }
 
 // The calling thread's id, read afresh: std::this_thread::get_id() is pthread_self(), which glibc

@@ -1,6 +1,7 @@
 #pragma once
 // The seed's Mailbox (guide "Custom primitives"), used across the kernel tests.
 
+#include "support/StressScale.h"
 #include <TC/Core.h>
 
 #include <atomic>
@@ -60,8 +61,7 @@ private:
 };
 
 // Operation counts: the full count in an optimised build, a fifth in a debug build, a
-// twentieth under a sanitizer; TC_STRESS_SCALE (a positive number, as in every suite) multiplies
-// on top, so TC_STRESS_SCALE=10 runs ten times as many.
+// twentieth under a sanitizer; TC_STRESS_SCALE multiplies on top (tests/support/StressScale.h).
 inline long Scaled(long count)
 {
     double scale = 1.0;
@@ -75,10 +75,6 @@ inline long Scaled(long count)
 #ifndef NDEBUG
     scale = scale > 0.2 ? 0.2 : scale;
 #endif
-    if (const char* text = std::getenv("TC_STRESS_SCALE"))
-        if (const double factor = std::strtod(text, nullptr); factor > 0)
-            scale *= factor;
-    const auto scaled = static_cast<long>(static_cast<double>(count) * scale);
-    return scaled > 0 ? scaled : 1;
+    return TCStress::Scale<long>(count, scale, 1, 1L << 40);
 }
 } // namespace TestSupport

@@ -3,6 +3,7 @@
 // The stack overflow case lives in tests/kernel/Stacks_test.cpp ("A stack overflow hits the
 // guard page"): SIGSEGV (or SIGBUS) at the guard page, or ASan's report under asan.
 
+#include "support/StressScale.h"
 #include <TC/Core.h>
 #include <TC/Strands/DetachedTask.h>
 #include <TC/Synchronization/Mailbox.h>
@@ -32,10 +33,7 @@ namespace
 {
 double StressScale()
 {
-    double scale = TC_MISUSE_SCALE;
-    if (const char* env = std::getenv("TC_STRESS_SCALE"))
-        scale *= std::atof(env);
-    return scale;
+    return TC_MISUSE_SCALE * TCStress::FromEnvironment();
 }
 
 struct ChildOutcome

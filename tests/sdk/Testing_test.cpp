@@ -3,6 +3,7 @@
 // reported, and a failing seed replays.
 
 #include "GuidePrimitives.h"
+#include "support/StressScale.h"
 
 #include <catch2/catch.hpp>
 
@@ -23,16 +24,10 @@ using TC::Testing::WaiterKinds;
 
 namespace
 {
-// TC_STRESS_SCALE (a positive number, as in every suite: 0.2 a fifth, 10 ten times) scales
-// the Stress-mode run counts.
+// TC_STRESS_SCALE (tests/support/StressScale.h) scales the Stress-mode run counts.
 std::size_t Scaled(std::size_t runs)
 {
-    double scale = 1.0;
-    if (const char* text = std::getenv("TC_STRESS_SCALE"))
-        if (const double factor = std::strtod(text, nullptr); factor > 0)
-            scale = factor;
-    const auto scaled = static_cast<std::size_t>(static_cast<double>(runs) * scale);
-    return scaled < 2 ? 2 : scaled;
+    return TCStress::Scale<std::size_t>(runs, 1.0, 2, std::size_t{1} << 40);
 }
 
 // Two request/reply pairs, each client asking `rounds` questions, from every kind of waiter.

@@ -2,6 +2,7 @@
 // Test doubles shared by the strands suites: frame sentinels, a hand-driven executor that can
 // refuse or drop work, and a stop-aware event that resumes inline.
 
+#include "support/StressScale.h"
 #include <TC/Strands.h>
 
 #include <atomic>
@@ -237,17 +238,13 @@ private:
 };
 
 // Stress counts: TC_STRESS_SCALE_DEFAULT percent of them (the build's: 20 under sanitizers,
-// else 100); TC_STRESS_SCALE (a positive number, as in every suite) multiplies on top.
+// else 100); TC_STRESS_SCALE multiplies on top (tests/support/StressScale.h).
 inline int Scaled(int count)
 {
     double scale = 1.0;
 #if defined(TC_STRESS_SCALE_DEFAULT)
     scale = TC_STRESS_SCALE_DEFAULT / 100.0;
 #endif
-    if (const char* env = std::getenv("TC_STRESS_SCALE"))
-        if (const double factor = std::strtod(env, nullptr); factor > 0)
-            scale *= factor;
-    const double scaled = static_cast<double>(count) * scale;
-    return scaled < 1 ? 1 : scaled > 2e9 ? 2000000000 : static_cast<int>(scaled);
+    return TCStress::Scale<int>(count, scale, 1, 2'000'000'000);
 }
 } // namespace TCTest

@@ -2,6 +2,7 @@
 // Helpers for the sync tests: the three kinds of waiter, a fire-and-forget coroutine, polling
 // with a deadline, and the stress scale.
 
+#include "support/StressScale.h"
 #include <TC/Core.h>
 
 #include <atomic>
@@ -49,14 +50,11 @@ inline const char* Name(WaiterKind kind)
 }
 
 // Operation counts for stress tests: the base count (sized for a few seconds in Release) times
-// the build's scale (smaller in Debug and under sanitizers) times TC_STRESS_SCALE if set.
+// the build's scale (smaller in Debug and under sanitizers) times TC_STRESS_SCALE
+// (tests/support/StressScale.h).
 inline std::int64_t Scaled(std::int64_t base)
 {
-    double scale = TC_SYNC_STRESS_SCALE;
-    if (const char* env = std::getenv("TC_STRESS_SCALE"))
-        scale *= std::atof(env);
-    const auto n = static_cast<std::int64_t>(static_cast<double>(base) * scale);
-    return n < 1 ? 1 : n;
+    return TCStress::Scale<std::int64_t>(base, TC_SYNC_STRESS_SCALE, 1, std::int64_t{1} << 40);
 }
 
 // An eager coroutine that destroys itself at the end; it reports completion through the
