@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 using namespace TC;
@@ -149,6 +150,42 @@ TEST_CASE("AsyncQueue: bounded overflow policies", "[strands][asyncqueue]")
     newest.Close();
     CHECK(newest.Push(3).outcome == PushOutcome::Closed);
     CHECK(SyncRun(PopOnce(&newest)) == std::nullopt);
+}
+
+// A value whose move throws while `armed`: the one way a Push can fail after its checks.
+struct FragileValue
+{
+    static inline bool armed = false;
+    int value = 0;
+    explicit FragileValue(int v) noexcept : value(v) {}
+    FragileValue(FragileValue&& other) : value(other.value)
+    {
+        if (armed)
+            throw std::runtime_error("FragileValue: move failed");
+    }
+    FragileValue& operator=(FragileValue&&) = delete;
+};
+
+Task<std::optional<int>> PopFragile(AsyncQueue<FragileValue>* queue)
+{
+    std::optional<FragileValue> item = co_await queue->Pop();
+    co_return item ? std::optional<int>(item->value) : std::nullopt;
+}
+
+TEST_CASE("AsyncQueue: a DropOldest Push that throws displaces nothing", "[strands][asyncqueue]")
+{
+    ManualExecutor executor;
+    AsyncQueue<FragileValue> queue(executor, AsyncQueueOptions{2, Overflow::DropOldest});
+    CHECK(queue.Push(FragileValue(1)).outcome == PushOutcome::Admitted);
+    CHECK(queue.Push(FragileValue(2)).outcome == PushOutcome::Admitted);
+    FragileValue::armed = true;
+    CHECK_THROWS_AS(queue.Push(FragileValue(3)), std::runtime_error);
+    FragileValue::armed = false;
+    // Both items are still there, in order: the failed Push took nothing to make room.
+    CHECK(SyncRun(PopFragile(&queue)) == std::optional<int>(1));
+    CHECK(SyncRun(PopFragile(&queue)) == std::optional<int>(2));
+    queue.Close();
+    CHECK(SyncRun(PopFragile(&queue)) == std::nullopt);
 }
 
 TEST_CASE("AsyncQueue: Push and Close never resume inline; outside scopes the queue's executor "

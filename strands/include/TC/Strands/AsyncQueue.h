@@ -72,7 +72,8 @@ public:
     AsyncQueue(const AsyncQueue&) = delete;
     AsyncQueue& operator=(const AsyncQueue&) = delete;
 
-    // Any thread; never blocks on the consumer, never resumes it inline.
+    // Any thread; never blocks on the consumer, never resumes it inline. If it throws (no memory,
+    // T's move), nothing was queued and nothing displaced.
     PushResult Push(T value)
     {
         PushResult result;
@@ -81,17 +82,16 @@ public:
             std::lock_guard<std::mutex> lock(mutex_);
             if (closed_)
                 return PushResult{PushOutcome::Closed, 0};
-            if (items_.size() >= options_.capacity)
-            {
-                if (options_.overflow == Overflow::DropNewest)
-                    return PushResult{PushOutcome::Refused, 0};
-                while (items_.size() >= options_.capacity)
-                {
-                    items_.pop_front();
-                    ++result.displaced;
-                }
-            }
+            if (items_.size() >= options_.capacity && options_.overflow == Overflow::DropNewest)
+                return PushResult{PushOutcome::Refused, 0};
+            // In first, then the oldest out: a push_back that throws (no memory, a throwing
+            // move) leaves the queue as it was, where dropping first lost the oldest item too.
             items_.push_back(std::move(value));
+            while (items_.size() > options_.capacity)
+            {
+                items_.pop_front();
+                ++result.displaced;
+            }
             waiter = std::exchange(waiter_, nullptr);
         }
         if (waiter)
