@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 namespace TC::detail
@@ -312,9 +313,12 @@ void StrandCore::TakeAllLocked(std::unique_ptr<StrandEntry[]>& into, std::size_t
     auto ring = std::move(ring_);
     const std::size_t capacity = std::exchange(capacity_, 0);
     const std::size_t head = std::exchange(head_, 0);
-    const std::size_t taken = std::exchange(count_, 0);
-    for (std::size_t i = 0; i < taken; ++i)
-        ring[count++] = ring[(head + i) & (capacity - 1)];
+    // Rotated, not copied slot by slot to the front: once the queue wraps, a front slot still
+    // holds an entry not yet moved (copying overwrote it, so some entries were dropped twice and
+    // others never). Entries are trivially copyable, so the rotation cannot throw.
+    static_assert(std::is_trivially_copyable_v<StrandEntry>);
+    std::rotate(ring.get(), ring.get() + head, ring.get() + capacity);
+    count = std::exchange(count_, 0);
     into = std::move(ring);
 }
 

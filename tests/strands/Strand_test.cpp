@@ -7,11 +7,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace TC;
@@ -555,4 +558,43 @@ TEST_CASE("A dropped call that destroys its strand during a refused hand-off is 
     base.SetRefuse(false);
     CHECK(base.RunAll() == 0);
     CHECK(ran <= 1);
+}
+
+TEST_CASE("Close drops each queued call exactly once when the queue has wrapped round its ring",
+          "[strands][strand]")
+{
+    // A callable too big for an entry, counting its destructions by id.
+    static int destroyed[8];
+    struct Tracked
+    {
+        int id;
+        std::array<char, 200> padding{};
+        explicit Tracked(int i) noexcept : id(i) {}
+        Tracked(Tracked&& other) noexcept : id(std::exchange(other.id, -1)) {}
+        Tracked(const Tracked&) = delete;
+        ~Tracked()
+        {
+            if (id >= 0)
+                ++destroyed[id];
+        }
+        void operator()() const noexcept {}
+    };
+    std::fill(std::begin(destroyed), std::end(destroyed), 0);
+    TCTest::ManualExecutor base;
+    StrandOptions options;
+    options.initialCapacity = 4;
+    options.batch = 2;
+    Strand strand(base, options);
+    for (int i = 0; i < 4; ++i)
+        strand.Post(Tracked(i)); // the ring is full: slots 0-3
+    REQUIRE(base.RunOne());      // the pump runs 0 and 1 (its batch) and queues itself again
+    for (int i = 4; i < 6; ++i)
+        strand.Post(Tracked(i)); // slots 0 and 1: the queue wraps (2, 3, 4, 5)
+    strand.Close();              // drops 2-5
+    base.RunAll();
+    for (int i = 0; i < 6; ++i)
+    {
+        INFO("call " << i);
+        CHECK(destroyed[i] == 1);
+    }
 }
