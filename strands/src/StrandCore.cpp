@@ -21,6 +21,10 @@ thread_local const StrandCore* tlDropping = nullptr;
 // The strand whose refused hand-off this thread is dropping the queue of: a Close() from inside
 // that drop must not wait for the hand-off, nor the turn, that only this thread can finish.
 thread_local const StrandCore* tlHandingOff = nullptr;
+// The strand whose pump this thread is handing to the base from PushLocked, under the strand's
+// lock: a base that drops the pump at once (a closed Strand) destroys its frame in there, and
+// PumpFrameDestroyed must not take that lock again.
+thread_local const StrandCore* tlSubmittingLocked = nullptr;
 
 class RunningStrandGuard
 {
@@ -47,6 +51,40 @@ public:
     ~DroppingGuard() { tlDropping = previous_; }
     DroppingGuard(const DroppingGuard&) = delete;
     DroppingGuard& operator=(const DroppingGuard&) = delete;
+
+private:
+    const StrandCore* previous_;
+};
+
+// Around a hand-off of the pump to the base made outside the lock, while handOffs_ counts it: a
+// base that drops the pump at once (a closed Strand) frees the queue from in there, and a Close()
+// that a dropped call reaches must not wait for this hand-off, which only this thread can end.
+class HandOffGuard
+{
+public:
+    explicit HandOffGuard(const StrandCore* core) noexcept
+        : previous_(std::exchange(tlHandingOff, core))
+    {
+    }
+    ~HandOffGuard() { tlHandingOff = previous_; }
+    HandOffGuard(const HandOffGuard&) = delete;
+    HandOffGuard& operator=(const HandOffGuard&) = delete;
+
+private:
+    const StrandCore* previous_;
+};
+
+// Around PushLocked's hand-off of the pump to the base (see tlSubmittingLocked).
+class SubmitLockedGuard
+{
+public:
+    explicit SubmitLockedGuard(const StrandCore* core) noexcept
+        : previous_(std::exchange(tlSubmittingLocked, core))
+    {
+    }
+    ~SubmitLockedGuard() { tlSubmittingLocked = previous_; }
+    SubmitLockedGuard(const SubmitLockedGuard&) = delete;
+    SubmitLockedGuard& operator=(const SubmitLockedGuard&) = delete;
 
 private:
     const StrandCore* previous_;
@@ -243,7 +281,19 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
         phase_ = PumpPhase::Scheduled;
         try
         {
-            base_.Submit(ParkedWork{pump_, pump_}); // the pump is its own unowned root
+            {
+                SubmitLockedGuard submitting(this);
+                base_.Submit(ParkedWork{pump_, pump_}); // the pump is its own unowned root
+            }
+            if (pumpDroppedInline_)
+            {
+                // The base dropped the pump instead of queueing it (PumpFrameDestroyed): a
+                // refusal, except that the frame is gone.
+                pumpDroppedInline_ = false;
+                pump_ = nullptr;
+                throw std::runtime_error("TC::Strand: the base executor dropped the strand's "
+                                         "pump instead of running it (a closed Strand as base?)");
+            }
         }
         catch (...)
         {
@@ -541,6 +591,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
     lock.unlock();
     try
     {
+        HandOffGuard handingOff(this);
         base_.Submit(ParkedWork{pump, pump});
     }
     catch (...)
@@ -618,6 +669,7 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
     lock.unlock();
     try
     {
+        HandOffGuard handingOff(this);
         base_.Submit(ParkedWork{next, next});
     }
     catch (...)
@@ -649,6 +701,13 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
 
 void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
 {
+    if (tlSubmittingLocked == this)
+    {
+        // Inside PushLocked's hand-off, on this thread, under our lock: it sees the flag once the
+        // base returns and undoes the hand-off as a refusal.
+        pumpDroppedInline_ = true;
+        return;
+    }
     std::unique_ptr<StrandEntry[]> entries;
     std::size_t count = 0;
     {

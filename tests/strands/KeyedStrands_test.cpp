@@ -367,3 +367,20 @@ TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, 
     CHECK(ran == 1);
     CHECK(strands.ActiveKeys() == 0);
 }
+
+TEST_CASE("KeyedStrands over a closed strand: a post throws and leaves no key active",
+          "[strands][keyed]")
+{
+    // Until 2026-12-04 the key's strand handed its pump to the base under its own lock (and the
+    // registry's), the closed base dropped the pump at once, and the pump's frame took the
+    // strand's lock again: a deadlock.
+    TCTest::ManualExecutor base;
+    Strand outer(base);
+    outer.Close();
+    KeyedStrands<int> keyed(static_cast<IExecutor&>(outer));
+    TCTest::Watchdog watchdog("a keyed post over a closed strand never returned");
+    CHECK_THROWS_AS(keyed.Post(1, [] {}), std::runtime_error);
+    CHECK_THROWS_AS(keyed.Post(1, [] {}), std::runtime_error);
+    CHECK(keyed.ActiveKeys() == 0);
+    keyed.WaitIdle();
+}

@@ -560,6 +560,53 @@ TEST_CASE("A dropped call that destroys its strand during a refused hand-off is 
     CHECK(ran <= 1);
 }
 
+TEST_CASE("A strand over a closed strand: a post throws, nothing deadlocks or is lost",
+          "[strands][strand]")
+{
+    // Until 2026-12-04 the inner strand handed its pump to the base under its own lock, the
+    // closed outer strand dropped the pump at once, and the pump's frame took that lock again.
+    ManualExecutor base;
+    Strand outer(base);
+    outer.Close();
+    Strand inner(static_cast<IExecutor&>(outer));
+    auto drops = std::make_shared<int>(0);
+    TCTest::Watchdog watchdog("a post to a strand over a closed strand never returned");
+    CountsDrop first{drops};
+    CHECK_THROWS_AS(inner.Post(std::move(first)), std::runtime_error);
+    CHECK(*drops == 0); // not taken: the caller still holds it
+    CHECK(first.drops != nullptr);
+    CHECK_THROWS_AS(inner.Post([] {}), std::runtime_error); // every post, not only the first
+    CHECK(inner.Idle());
+    CHECK(base.RunAll() == 0);
+}
+
+TEST_CASE("A pump dropped by its base during a hand-off may destroy its strand from the drop",
+          "[strands][strand]")
+{
+    // Until 2026-12-04 a base that dropped the pump at once (a closed strand) freed the queue
+    // inside the hand-off, and a dropped call that destroyed the strand waited in Close() for
+    // that hand-off, which only its own thread could end.
+    ManualExecutor base;
+    Strand outer(base);
+    bool ownerDestroyed = false;
+    auto drops = std::make_shared<int>(0);
+    StrandOptions options;
+    options.batch = 1;
+    auto owner = std::make_shared<StrandOwner>();
+    owner->destroyed = &ownerDestroyed;
+    owner->strand = std::make_unique<Strand>(static_cast<IExecutor&>(outer), options);
+    Strand& inner = *owner->strand;
+    inner.Post([&outer] { outer.Close(); }); // the base closes while the inner turn runs
+    inner.Post(HoldsStrandOwner{owner});     // queued behind: holds the owner's last reference
+    inner.Post(CountsDrop{drops});
+    owner.reset();
+    TCTest::Watchdog watchdog("~Strand inside a dropped hand-off never returned");
+    base.RunAll();
+    CHECK(ownerDestroyed);
+    CHECK(*drops == 1);
+    CHECK(base.Pending() == 0);
+}
+
 TEST_CASE("Close drops each queued call exactly once when the queue has wrapped round its ring",
           "[strands][strand]")
 {

@@ -44,7 +44,9 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
 // strand's own tasks, where it does not wait: that task runs to its end, the pump then finds the
 // strand closed and ends. The task must not touch its owner's other members after the release,
 // as with any `delete this`. The same holds inside the destructor of a call the strand drops
-// because the base refused its pump: the drop goes on, freeing the rest, and the pump then ends.
+// because the base refused its pump, or dropped it (a closed Strand as the base drops what it is
+// handed): the drop goes on, freeing the rest, and the pump then ends. A base that drops the pump
+// handed to it by a submit counts as refusing it: the submit throws std::runtime_error.
 //
 // What a task throws propagates out of the pump's resume() to whoever resumed it (the base); a
 // replacement pump takes over the queue first, the rest of the throwing task's turn included, in

@@ -173,6 +173,7 @@ private:
     PumpPhase phase_ = PumpPhase::Idle;
     std::coroutine_handle<> pump_;
     unsigned handOffs_ = 0; // hand-offs to the base in flight outside the lock
+    bool pumpDroppedInline_ = false; // the base dropped the pump inside PushLocked's hand-off
     bool sealed_ = false;
     bool closed_ = false;
     // closed_, readable without the lock: the pump checks it between the tasks of a chunk.
