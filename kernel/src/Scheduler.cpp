@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -452,11 +453,21 @@ void SchedulerCore::EnterFromOutside(Arrival arrival, const char* call)
     if (!(before & kEnqueueClosed) || arrival == Arrival::Resume) [[likely]]
         return;
     // Refused: the message is made while the count still holds the core, which may be freed the
-    // moment the count is left.
-    std::logic_error refused("TC::Scheduler('" + options.name + "'): " + call +
-                             " called while the scheduler is being destroyed");
+    // moment the count is left -- and the count is left even if making it throws, or the
+    // destructor would wait for it for ever.
+    std::optional<std::logic_error> refused;
+    try
+    {
+        refused.emplace("TC::Scheduler('" + options.name + "'): " + call +
+                        " called while the scheduler is being destroyed");
+    }
+    catch (...)
+    {
+        LeaveFromOutside();
+        throw std::logic_error("TC::Scheduler: called while the scheduler is being destroyed");
+    }
     LeaveFromOutside();
-    throw refused;
+    throw *refused;
 }
 
 void SchedulerCore::CheckHostThread(bool forDestructor)

@@ -66,6 +66,8 @@ enum class IdlePolicy : std::uint8_t
 struct SchedulerHooks
 {
     // On each worker thread as it starts and just before it ends, with its index (0-based).
+    // threadStop runs after the worker left its scheduler: Scheduler::Current() is nullptr there
+    // and a Submit to that scheduler from it is refused (the destructor is past its last look).
     std::function<void(unsigned workerIndex)> threadStart;
     std::function<void(unsigned workerIndex)> threadStop;
     // Each time a task starts or continues running, and each time it stops running (suspends,
@@ -165,18 +167,25 @@ private:
 // wait forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
 // Start after the destructor started throws std::logic_error. Submit and MoveCurrentTaskTo are
 // accepted, and what they hand over runs, until the destructor's last look: the moment it has
-// seen its last task finish with nothing queued. From then on, called from anywhere but the
+// seen its last task finish with nothing in the shared queue (work a worker queued for itself may
+// still be there; it runs before the worker stops). From then on, called from anywhere but the
 // scheduler's own workers or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit
 // called while the scheduler is being destroyed") and hand nothing over; a coroutine parked on
 // the scheduler and resumed then terminates the process (its resumer cannot throw). A call that
 // races the last look is either refused or waited for and run, never lost. ResumeTask of the
 // scheduler's own tasks is never refused. Only calls made while the destructor runs are
-// answered: the object is gone once it returns, so stop the threads that submit before then.
+// answered, and only until it starts to free the scheduler (after its workers are joined): a
+// call after that is undefined, so stop the threads that submit before destroying it -- the
+// refusal is a safety net for a late call, not a way to wait for the destructor. The first
+// look waits for the shared queue to run empty: a thread that keeps submitting faster than the
+// scheduler runs its work keeps the destructor waiting. A taskLeave or taskEnter hook that a
+// MoveCurrentTaskTo runs must not wait for the thread destroying the target.
 // A scheduler without workers is best destroyed on its host thread: destroyed on another, its
 // host thread must not resume its tasks, submit to it or release its JoinHandles while the
 // destructor runs (between pumps the host queues on the host worker without atomics, and the
-// destructor pumps that worker). Once the destructor returned, no thread's waits pump it any
-// more, wherever it was destroyed.
+// destructor pumps that worker), nor be inside a wait when the destructor starts: a wait
+// already in progress keeps the scheduler's address and pumps it (a known defect; the waits its
+// host begins after the destructor returned no longer pump it).
 class Scheduler final : public IExecutor
 {
 public:
