@@ -26,85 +26,59 @@ thread_local const StrandCore* tlHandingOff = nullptr;
 // PumpFrameDestroyed must not take that lock again.
 thread_local const StrandCore* tlSubmittingLocked = nullptr;
 
-class RunningStrandGuard
+// Marks, for its scope, what this thread is doing to a strand (one of the thread-locals above),
+// and restores the mark it found there.
+template <class Core>
+class ScopedMark
 {
 public:
-    explicit RunningStrandGuard(StrandCore* core) noexcept
-        : previous_(std::exchange(tlRunningStrand, core))
+    ScopedMark(Core*& mark, Core* core) noexcept : mark_(mark), previous_(std::exchange(mark, core))
     {
     }
-    ~RunningStrandGuard() { tlRunningStrand = previous_; }
-    RunningStrandGuard(const RunningStrandGuard&) = delete;
-    RunningStrandGuard& operator=(const RunningStrandGuard&) = delete;
+    ~ScopedMark() { mark_ = previous_; }
+    ScopedMark(const ScopedMark&) = delete;
+    ScopedMark& operator=(const ScopedMark&) = delete;
 
 private:
-    StrandCore* previous_;
+    Core*& mark_;
+    Core* previous_;
 };
 
-class DroppingGuard
+struct RunningStrandGuard : ScopedMark<StrandCore>
 {
-public:
-    explicit DroppingGuard(const StrandCore* core) noexcept
-        : previous_(std::exchange(tlDropping, core))
-    {
-    }
-    ~DroppingGuard() { tlDropping = previous_; }
-    DroppingGuard(const DroppingGuard&) = delete;
-    DroppingGuard& operator=(const DroppingGuard&) = delete;
+    explicit RunningStrandGuard(StrandCore* core) noexcept : ScopedMark(tlRunningStrand, core) {}
+};
 
-private:
-    const StrandCore* previous_;
+struct DroppingGuard : ScopedMark<const StrandCore>
+{
+    explicit DroppingGuard(const StrandCore* core) noexcept : ScopedMark(tlDropping, core) {}
 };
 
 // Around a hand-off of the pump to the base made outside the lock, while handOffs_ counts it: a
 // base that drops the pump at once (a closed Strand) frees the queue from in there, and a Close()
 // that a dropped call reaches must not wait for this hand-off, which only this thread can end.
-class HandOffGuard
+struct HandOffGuard : ScopedMark<const StrandCore>
 {
-public:
-    explicit HandOffGuard(const StrandCore* core) noexcept
-        : previous_(std::exchange(tlHandingOff, core))
-    {
-    }
-    ~HandOffGuard() { tlHandingOff = previous_; }
-    HandOffGuard(const HandOffGuard&) = delete;
-    HandOffGuard& operator=(const HandOffGuard&) = delete;
-
-private:
-    const StrandCore* previous_;
+    explicit HandOffGuard(const StrandCore* core) noexcept : ScopedMark(tlHandingOff, core) {}
 };
 
 // Around PushLocked's hand-off of the pump to the base (see tlSubmittingLocked).
-class SubmitLockedGuard
+struct SubmitLockedGuard : ScopedMark<const StrandCore>
 {
-public:
     explicit SubmitLockedGuard(const StrandCore* core) noexcept
-        : previous_(std::exchange(tlSubmittingLocked, core))
+        : ScopedMark(tlSubmittingLocked, core)
     {
     }
-    ~SubmitLockedGuard() { tlSubmittingLocked = previous_; }
-    SubmitLockedGuard(const SubmitLockedGuard&) = delete;
-    SubmitLockedGuard& operator=(const SubmitLockedGuard&) = delete;
-
-private:
-    const StrandCore* previous_;
 };
 
 // Around the drop of a queue whose hand-off the base refused, while handOffs_ counts it.
-class RefusedHandOffGuard
+struct RefusedHandOffGuard
 {
-public:
-    explicit RefusedHandOffGuard(const StrandCore* core) noexcept
-        : dropping_(core), previous_(std::exchange(tlHandingOff, core))
+    explicit RefusedHandOffGuard(const StrandCore* core) noexcept : dropping(core), handingOff(core)
     {
     }
-    ~RefusedHandOffGuard() { tlHandingOff = previous_; }
-    RefusedHandOffGuard(const RefusedHandOffGuard&) = delete;
-    RefusedHandOffGuard& operator=(const RefusedHandOffGuard&) = delete;
-
-private:
-    DroppingGuard dropping_;
-    const StrandCore* previous_;
+    DroppingGuard dropping;
+    HandOffGuard handingOff;
 };
 
 // A pump that died of a task's exception is left suspended at its final point by it, and must
