@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
+#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -356,8 +356,7 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
 SchedulerCore::~SchedulerCore()
 {
     // A submitter from outside may still be waking a worker for the task that finished last.
-    while ((enqueuing_.load(std::memory_order_acquire) & ~kEnqueueClosed) != 0)
-        std::this_thread::yield();
+    WaitForOutsideSubmissions();
     for (auto& worker : workers_)
         for (StackMemory& stack : worker->stackCache)
             stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
@@ -441,6 +440,12 @@ void SchedulerCore::Close() noexcept
     // order alone says which increments came first; the acquire loads below order their enqueues
     // before the drain that follows.
     enqueuing_.fetch_or(kEnqueueClosed, std::memory_order_relaxed);
+    WaitForOutsideSubmissions();
+}
+
+void SchedulerCore::WaitForOutsideSubmissions() const noexcept
+{
+    // acquire: pairs with LeaveFromOutside's release, so each submitter's enqueue is visible.
     while ((enqueuing_.load(std::memory_order_acquire) & ~kEnqueueClosed) != 0)
         std::this_thread::yield();
 }
@@ -455,11 +460,11 @@ void SchedulerCore::EnterFromOutside(Arrival arrival, const char* call)
     // Refused: the message is made while the count still holds the core, which may be freed the
     // moment the count is left -- and the count is left even if making it throws, or the
     // destructor would wait for it for ever.
-    std::optional<std::logic_error> refused;
+    std::string message;
     try
     {
-        refused.emplace("TC::Scheduler('" + options.name + "'): " + call +
-                        " called while the scheduler is being destroyed");
+        message = "TC::Scheduler('" + options.name + "'): " + call +
+                  " called while the scheduler is being destroyed";
     }
     catch (...)
     {
@@ -467,7 +472,7 @@ void SchedulerCore::EnterFromOutside(Arrival arrival, const char* call)
         throw std::logic_error("TC::Scheduler: called while the scheduler is being destroyed");
     }
     LeaveFromOutside();
-    throw *refused;
+    throw std::logic_error(message); // reads only the local copy, after the count is left
 }
 
 void SchedulerCore::CheckHostThread(bool forDestructor)
@@ -503,11 +508,7 @@ void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority, A
     // task may run and finish, and the scheduler be destroyed, while this call (from the timer
     // thread or any other) is still waking a worker -- ~SchedulerCore waits for it as well.
     EnterFromOutside(arrival, "Submit");
-    struct Leave
-    {
-        SchedulerCore& core;
-        ~Leave() { core.LeaveFromOutside(); }
-    } leave{*this};
+    LeaveFromOutsideAtExit leave{this};
     EnqueueShared(item, priority);
 }
 
@@ -826,11 +827,7 @@ void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
             {
                 // A move: MoveCurrentTaskTo was admitted by the destination and holds its count
                 // until the task is queued there.
-                struct Leave
-                {
-                    SchedulerCore* core;
-                    ~Leave() { core->LeaveFromOutside(); }
-                } leave{worker.postTarget};
+                LeaveFromOutsideAtExit leave{worker.postTarget};
                 worker.postTarget->EnqueueShared(reinterpret_cast<std::uintptr_t>(task), task->priority);
             }
         }
@@ -1263,15 +1260,7 @@ void SchedulerCore::Launch(Task* task)
             throw;
         }
     }
-    struct Leave
-    {
-        SchedulerCore* core; // nullptr: nothing to leave
-        ~Leave()
-        {
-            if (core)
-                core->LeaveFromOutside();
-        }
-    } leave{worker ? nullptr : this};
+    LeaveFromOutsideAtExit leave{worker ? nullptr : this};
     CountStart(worker); // before the enqueue publishes the task, so before its end is counted
     try
     {

@@ -184,6 +184,17 @@ public:
         // ~SchedulerCore that reads the count this leaves.
         enqueuing_.fetch_sub(1, std::memory_order_release);
     }
+    // Leaves, at the end of its scope, the count EnterFromOutside took for `core` (nullptr: no
+    // count was taken), however the enqueue in between ends.
+    struct LeaveFromOutsideAtExit
+    {
+        SchedulerCore* core;
+        ~LeaveFromOutsideAtExit()
+        {
+            if (core)
+                core->LeaveFromOutside();
+        }
+    };
     // The item a shared-queue entry stands for -- or, when it was queued behind an inbox item
     // that is still there, that one (older: it runs first, and the entry's item is kept in
     // `worker.deferred`, the worker's next pick).
@@ -395,6 +406,8 @@ private:
     // Shutdown's last look: refuses new work from outside from now on, then waits until every
     // submission admitted before has queued its item.
     void Close() noexcept;
+    // Until no submission from outside is in flight (EnterFromOutside to LeaveFromOutside).
+    void WaitForOutsideSubmissions() const noexcept;
 
     moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
     // High items in global_: counted before the enqueue and after the dequeue, so never below
