@@ -18,8 +18,10 @@ thread_local StrandCore* tlRunningStrand = nullptr;
 // The strand whose dropped work this thread is freeing: a destructor that submits to it again
 // is dropped too, rather than handed to a base that has just refused, or to a closed strand.
 thread_local const StrandCore* tlDropping = nullptr;
-// The strand whose refused hand-off this thread is dropping the queue of: a Close() from inside
-// that drop must not wait for the hand-off, nor the turn, that only this thread can finish.
+// The strand whose pump this thread is handing to the base outside the lock, or whose queue it
+// is dropping after the base refused that hand-off: a Close() reached from in there (a dropped
+// call that destroys the strand) must not wait for the hand-off, nor the turn, that only this
+// thread can finish.
 thread_local const StrandCore* tlHandingOff = nullptr;
 // The strand whose pump this thread is handing to the base from PushLocked, under the strand's
 // lock: a base that drops the pump at once (a closed Strand) destroys its frame in there, and
@@ -298,6 +300,23 @@ void StrandCore::DropAbandoned(Abandoned& abandoned) noexcept
     DropAll(std::move(abandoned.entries), std::exchange(abandoned.count, 0));
 }
 
+void StrandCore::DropRefusedHandOff(std::unique_lock<StrandLock>& lock,
+                                    PumpPhase meanwhile) noexcept
+{
+    std::unique_ptr<StrandEntry[]> entries;
+    std::size_t count = 0;
+    lock.lock();
+    TakeAllLocked(entries, count);
+    phase_ = meanwhile;
+    lock.unlock();
+    {
+        RefusedHandOffGuard dropping(this);
+        DropAll(std::move(entries), count);
+    }
+    lock.lock();
+    HandOffFinished(lock);
+}
+
 void StrandCore::HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept
 {
     --handOffs_;
@@ -571,18 +590,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
     catch (...)
     {
         // Nobody to hand the refusal to: the queue is abandoned as destruction abandons it.
-        std::unique_ptr<StrandEntry[]> entries;
-        std::size_t count = 0;
-        lock.lock();
-        TakeAllLocked(entries, count);
-        phase_ = PumpPhase::Running;
-        lock.unlock();
-        {
-            RefusedHandOffGuard dropping(this);
-            DropAll(std::move(entries), count);
-        }
-        lock.lock();
-        HandOffFinished(lock);
+        DropRefusedHandOff(lock, PumpPhase::Running);
         if (closed_)
             return ExitLocked();
         // Posted while the queue was dropped (the lock was free then): this turn runs it, as
@@ -650,18 +658,7 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
     {
         // Idle while the queue is dropped, so a submit meanwhile hands the pump to the base
         // itself, and a refusal reaches that submitter with its work.
-        std::unique_ptr<StrandEntry[]> entries;
-        std::size_t count = 0;
-        lock.lock();
-        TakeAllLocked(entries, count);
-        phase_ = PumpPhase::Idle;
-        lock.unlock();
-        {
-            RefusedHandOffGuard dropping(this);
-            DropAll(std::move(entries), count);
-        }
-        lock.lock();
-        HandOffFinished(lock);
+        DropRefusedHandOff(lock, PumpPhase::Idle);
         lock.unlock();
         // As EndTurn's refusal retires through OnQueueDry: a keyed strand left dry with no pump
         // retires, once -- OnStranded re-checks under both locks, since a submit during the drop

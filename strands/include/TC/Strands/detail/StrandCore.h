@@ -158,6 +158,9 @@ private:
     void RunEntry(StrandEntry& entry);
     void OnTaskThrew(StrandEntry* untried, std::size_t count) noexcept;
     void HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept;
+    // After the base refused a hand-off made outside the lock (`lock` not held): drops the queue
+    // with the lock free, the phase `meanwhile`, then ends the hand-off; returns with it held.
+    void DropRefusedHandOff(std::unique_lock<StrandLock>& lock, PumpPhase meanwhile) noexcept;
 
     IExecutor& base_;
     StrandOptions options_;
