@@ -255,6 +255,8 @@ void SchedulerCore::BindHost(ThreadState& thread) noexcept
 {
     hostThreadExit.armed = true;
     std::lock_guard lock(HostLock());
+    if (hostsClosed_)
+        return; // ~Scheduler unbound its threads: a wait still pumping it must not bind it again
     std::atomic<SchedulerCore*>* free = nullptr;
     for (auto& slot : thread.hosts)
         if (!slot.load(std::memory_order_relaxed))
@@ -281,11 +283,47 @@ void SchedulerCore::BindHost(ThreadState& thread) noexcept
 void SchedulerCore::UnbindHostThreads() noexcept
 {
     std::lock_guard lock(HostLock());
+    hostsClosed_ = true;
     for (ThreadState* thread : hostThreads_)
         for (auto& slot : thread->hosts)
             if (slot.load(std::memory_order_relaxed) == this)
                 slot.store(nullptr, std::memory_order_release);
     hostThreads_.clear();
+}
+
+std::size_t SchedulerCore::HoldHostsForWait(ThreadState& thread, SchedulerCore** out) noexcept
+{
+    bool any = false;
+    for (auto& slot : thread.hosts)
+        any |= slot.load(std::memory_order_relaxed) != nullptr;
+    if (!any)
+        return 0; // only this thread binds its slots; another thread only clears them
+    std::lock_guard lock(HostLock());
+    std::size_t count = 0;
+    for (auto& slot : thread.hosts)
+        if (SchedulerCore* core = slot.load(std::memory_order_relaxed))
+        {
+            // relaxed: the lock orders it before UnbindHostThreads, and so before Orphan's drop.
+            core->blocks.fetch_add(1, std::memory_order_relaxed);
+            out[count++] = core;
+        }
+    return count;
+}
+
+void SchedulerCore::ReleaseForWait() noexcept
+{
+    if (DropBlocks(1))
+        delete this; // its Scheduler was destroyed during the wait, and no handle holds it
+}
+
+bool SchedulerCore::PumpForWait(ThreadState& thread)
+{
+    if (!thread.IsHostOf(this))
+        return false; // its Scheduler is gone (or a fifth host replaced it): pump it no more
+    const HostPumpTurn turn(*this, thread);
+    if (turn.Busy())
+        return false; // ~Scheduler drains it on another thread
+    return Pump(64, Priority::Normal, 0, false).ran != 0;
 }
 
 ThreadState& CurrentThread() noexcept
@@ -399,11 +437,31 @@ void SchedulerCore::Shutdown()
             }
             return;
         }
+        ThreadState& thread = CurrentThread();
         for (;;)
         {
-            Pump(SIZE_MAX, Priority::Normal, 0, false);
-            if (Live() == 0 && !HasQueuedWork(Priority::Normal))
+            // The host may be pumping it from a wait on its own thread: the drain takes turns
+            // with it, and decides only while it holds the pump, when no item can be in flight
+            // between the host worker's queue and a pump.
+            bool busy = false;
+            bool drained = false;
+            {
+                const HostPumpTurn turn(*this, thread);
+                busy = turn.Busy();
+                if (!busy)
+                {
+                    Pump(SIZE_MAX, Priority::Normal, 0, false);
+                    drained = Live() == 0 && QueuedApprox(&HostWorker(), Priority::Normal) == 0;
+                }
+            }
+            if (drained)
                 break;
+            if (busy)
+            {
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+                reportIfHung();
+                continue;
+            }
             Parker parker{&HostWorker().word};
             RegisterSleeper(parker);
             StoreLoadBarrier();

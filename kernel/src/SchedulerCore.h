@@ -291,6 +291,55 @@ public:
     void WorkerMain(Worker& worker);
     PumpResult Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline, bool queuedAtStart);
     Worker& HostWorker() noexcept { return *workers_[0]; }
+
+    // ---- the host's waits (ThreadWaiter.cpp) ----
+    // A converted-thread wait pumps the schedulers its thread hosts, and ~Scheduler's drain may
+    // run on another thread at the same time: the one that holds the host pump runs the host
+    // worker, the other skips that round (a wait) or waits for it (the drain). Its holder may
+    // enter again (a wait nested in its pump). acquire on entry and release on leaving order
+    // each holder's pump after the previous holder's, host worker and queues included.
+    enum class HostPumpEntry
+    {
+        Entered,
+        Nested,
+        Busy
+    };
+    HostPumpEntry EnterHostPump(ThreadState& thread) noexcept
+    {
+        ThreadState* holder = nullptr;
+        if (hostPumper_.compare_exchange_strong(holder, &thread, std::memory_order_acquire,
+                                                std::memory_order_relaxed))
+            return HostPumpEntry::Entered;
+        return holder == &thread ? HostPumpEntry::Nested : HostPumpEntry::Busy;
+    }
+    void LeaveHostPump(HostPumpEntry entry) noexcept
+    {
+        if (entry == HostPumpEntry::Entered)
+            hostPumper_.store(nullptr, std::memory_order_release);
+    }
+    // EnterHostPump for a scope: leaves on the way out (nothing to leave when Busy).
+    struct HostPumpTurn
+    {
+        SchedulerCore& core;
+        const HostPumpEntry entry;
+        HostPumpTurn(SchedulerCore& pumped, ThreadState& thread) noexcept
+            : core(pumped), entry(pumped.EnterHostPump(thread))
+        {
+        }
+        ~HostPumpTurn() { core.LeaveHostPump(entry); }
+        HostPumpTurn(const HostPumpTurn&) = delete;
+        HostPumpTurn& operator=(const HostPumpTurn&) = delete;
+        bool Busy() const noexcept { return entry == HostPumpEntry::Busy; }
+    };
+    // The cores `thread` hosts, each held for the wait (a count on `blocks`, taken under the host
+    // lock, where ~Scheduler unbinds its threads before it can free the core): a Scheduler
+    // destroyed on another thread during the wait leaves its core to the wait's ReleaseForWait.
+    // Returns how many it wrote to `out` (kMaxHosts at most); takes no lock when it hosts none.
+    static std::size_t HoldHostsForWait(ThreadState& thread, SchedulerCore** out) noexcept;
+    void ReleaseForWait() noexcept;
+    // One round of a wait: pumps this core's host worker unless its Scheduler is gone (the
+    // thread no longer hosts it) or another thread pumps it now. True when it ran something.
+    bool PumpForWait(ThreadState& thread);
     bool HasWorkerThreads() const noexcept { return options.workerCount > 0; }
     // On the host thread, after a pump: `queued` items of priority `lowest` or higher are left.
     // None of every priority means none of the host's own is in the shared queue: its later
@@ -446,10 +495,13 @@ private:
     // Every thread whose `host` is this core (guarded by the global host lock, Scheduler.cpp):
     // ~Scheduler clears their `host`, so none pumps this core once its Scheduler is gone.
     std::vector<ThreadState*> hostThreads_;
+    bool hostsClosed_ = false; // under the host lock: unbound for good, BindHost refuses
+    std::atomic<ThreadState*> hostPumper_{nullptr}; // EnterHostPump
     // Set by the host thread once a pump of every priority left nothing queued: from then on its
     // submissions outside a pump go to the host worker's own queue (SubmittingWorker). Not before,
     // so that they never overtake what it queued in the shared queue before it first pumped.
-    // Written and read by the host thread only.
+    // Written by whoever pumps the host worker (the host thread, or ~Scheduler's drain holding
+    // the host pump, EnterHostPump) and read by the host thread.
     bool hostLocalReady_ = false;
     std::mutex stackLock_;
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;

@@ -41,24 +41,31 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
         ArmTimer(node);
 
     // The schedulers this thread hosts: their work runs while it waits, so work pinned to the
-    // host cannot deadlock it. acquire: pairs with ~Scheduler's clearing; a wait begun after it
-    // never pumps the core.
+    // host cannot deadlock it. Each is held until the wait ends, so that one destroyed on another
+    // thread meanwhile stays readable (PumpForWait then skips it); a wait begun after its
+    // destruction does not see it.
     SchedulerCore* hosts[ThreadState::kMaxHosts];
-    Parker parkers[ThreadState::kMaxHosts];
-    std::size_t hostCount = 0;
-    for (auto& slot : thread.hosts)
-        if (SchedulerCore* host = slot.load(std::memory_order_acquire))
+    const std::size_t hostCount = SchedulerCore::HoldHostsForWait(thread, hosts);
+    struct ReleaseHosts
+    {
+        SchedulerCore** hosts;
+        std::size_t count;
+        ~ReleaseHosts()
         {
-            parkers[hostCount].word = &word;
-            hosts[hostCount++] = host;
+            for (std::size_t i = 0; i < count; ++i)
+                hosts[i]->ReleaseForWait();
         }
+    } releaseHosts{hosts, hostCount};
+    Parker parkers[ThreadState::kMaxHosts];
+    for (std::size_t i = 0; i < hostCount; ++i)
+        parkers[i].word = &word;
     unsigned spins = 0;
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)
     {
         // Nested wait: run the hosted schedulers' work while waiting.
         bool ran = false;
         for (std::size_t i = 0; i < hostCount; ++i)
-            ran |= hosts[i]->Pump(64, Priority::Normal, 0, false).ran != 0;
+            ran |= hosts[i]->PumpForWait(thread);
         if (ran)
             continue;
         if (++spins < kThreadSpinIterations)

@@ -526,3 +526,64 @@ TEST_CASE("A thread that hosts two schedulers runs the work of both while it wai
     finished = true;
     watchdog.join();
 }
+
+TEST_CASE("A host inside a wait when another thread destroys its scheduler hands the pumping over")
+{
+    // The host's converted-thread wait pumps its scheduler; ~Scheduler on another thread pumps it
+    // too, to drain it. Until 2026-12-04 both pumped the one host worker at once (its queues and
+    // running context: a crash, or TSan's data races), and the wait kept pumping, and touching the
+    // sleeper list of, the core after it was freed (ASan: heap-use-after-free).
+    const int tasks = GENERATE(0, 8);
+    constexpr int kYields = 300;
+    Scheduler workers(1);
+    auto* host = new Scheduler(0);
+    host->RunUntilIdle(); // this thread becomes its host
+    std::atomic<int> finished{0};
+    std::atomic<int> ranOnHost{0};
+    std::atomic<bool> deleting{false};
+    const auto hostThread = std::this_thread::get_id();
+    for (int i = 0; i < tasks; ++i)
+        host->Start(
+                [&]
+                {
+                    // Alive when the destructor starts, and for a while during it.
+                    for (int k = 0; k < kYields || !deleting; k += deleting ? 1 : 0)
+                    {
+                        ranOnHost += std::this_thread::get_id() == hostThread;
+                        YieldTask();
+                    }
+                    ++finished;
+                })
+            .Detach();
+    std::atomic<bool> destroyed{false};
+    std::thread destroyer(
+        [&]
+        {
+            std::this_thread::sleep_for(5ms); // the host is inside its wait by now
+            deleting = true;
+            delete host; // drains the tasks, wherever they run
+            destroyed = true;
+        });
+    // A wait of the host thread that lasts until the scheduler is gone, and a little after.
+    workers
+        .Start(
+            [&]
+            {
+                while (!destroyed)
+                    std::this_thread::sleep_for(100us);
+                std::this_thread::sleep_for(5ms);
+            })
+        .Join();
+    destroyer.join();
+    CHECK(finished == tasks); // every task ran to its end before the destructor returned
+    INFO("yields run by the host's wait: " << ranOnHost.load());
+    std::vector<void*> reuse; // the freed core's memory, reused and overwritten
+    for (int i = 0; i < 64; ++i)
+    {
+        reuse.push_back(::operator new(4096));
+        std::memset(reuse.back(), 0xAB, 4096);
+    }
+    workers.Start([] { std::this_thread::sleep_for(2ms); }).Join(); // a later wait pumps nothing
+    for (void* block : reuse)
+        ::operator delete(block);
+}

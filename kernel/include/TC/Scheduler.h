@@ -181,11 +181,12 @@ private:
 // scheduler runs its work keeps the destructor waiting. A taskLeave or taskEnter hook that a
 // MoveCurrentTaskTo runs must not wait for the thread destroying the target.
 // A scheduler without workers is best destroyed on its host thread: destroyed on another, its
-// host thread must not resume its tasks, submit to it or release its JoinHandles while the
-// destructor runs (between pumps the host queues on the host worker without atomics, and the
-// destructor pumps that worker), nor be inside a wait when the destructor starts: a wait
-// already in progress keeps the scheduler's address and pumps it (a known defect; the waits its
-// host begins after the destructor returned no longer pump it).
+// host thread must not pump it, resume its tasks, submit to it or release its JoinHandles while
+// the destructor runs (between pumps the host queues on the host worker without atomics, and the
+// destructor pumps that worker). The host may be inside a wait then: the wait and the
+// destructor take turns pumping the scheduler's work, either may run any of it, and once the
+// destructor has returned the wait pumps it no more (it holds the scheduler's memory until it
+// returns, so that it never reads freed memory).
 class Scheduler final : public IExecutor
 {
 public:
