@@ -408,6 +408,23 @@ SchedulerCore::~SchedulerCore()
     FreeBlocks(blockPool_);
 }
 
+void SchedulerCore::Stop(const char* call)
+{
+    ThreadState& thread = CurrentThread();
+    if (thread.worker && thread.worker->core == this)
+        throw std::logic_error("TC::Scheduler('" + options.name + "'): " + call +
+                               " called from the scheduler's own task or pump; it would wait for "
+                               "itself to finish");
+    std::lock_guard lock(stopLock_);
+    if (stopped.load(std::memory_order_relaxed))
+        return;
+    Shutdown();
+    // Every thread that pumped it (the host, and this one if Shutdown pumped here) forgets it:
+    // a wait of theirs must not pump a core whose Scheduler is gone, even if handles keep it.
+    UnbindHostThreads();
+    stopped.store(true, std::memory_order_release);
+}
+
 void SchedulerCore::Shutdown()
 {
     stopping.store(true, std::memory_order_release);
@@ -522,12 +539,12 @@ void SchedulerCore::EnterFromOutside(Arrival arrival, const char* call)
     try
     {
         message = "TC::Scheduler('" + options.name + "'): " + call +
-                  " called while the scheduler is being destroyed";
+                  " refused: the scheduler is stopping or stopped (Stop or ~Scheduler)";
     }
     catch (...)
     {
         LeaveFromOutside();
-        throw std::logic_error("TC::Scheduler: called while the scheduler is being destroyed");
+        throw std::logic_error("TC::Scheduler: refused: the scheduler is stopping or stopped");
     }
     LeaveFromOutside();
     throw std::logic_error(message); // reads only the local copy, after the count is left
@@ -1193,8 +1210,9 @@ bool SchedulerCore::Orphan() noexcept
 Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
 {
     if (stopping.load(std::memory_order_acquire))
-        throw std::logic_error("TC::Scheduler('" + options.name
-                               + "'): Start called while the scheduler is being destroyed");
+        throw std::logic_error("TC::Scheduler('" + options.name +
+                               "'): Start refused: the scheduler is stopping or stopped (Stop or "
+                               "~Scheduler)");
     const std::size_t size
         = taskOptions.stackSize ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
                                 : defaultStackSize;
@@ -1458,10 +1476,17 @@ Scheduler::Scheduler(unsigned workerCount)
 
 Scheduler::~Scheduler()
 {
-    core_->Shutdown();
-    // Every thread that pumped it (the host, and this one if Shutdown pumped here) forgets it:
-    // a wait of theirs must not pump a core whose Scheduler is gone, even if handles keep it.
-    core_->UnbindHostThreads();
+    try
+    {
+        core_->Stop("~Scheduler");
+    }
+    catch (const std::exception& error)
+    {
+        // Called from its own work (or a pumped coroutine threw): it cannot go on, and a
+        // destructor cannot throw; the message names the rule, which std::terminate may not.
+        std::fprintf(stderr, "TC: %s\n", error.what());
+        std::abort();
+    }
     // The core holds one count for this object: JoinHandles still holding finished tasks keep it
     // alive, and whoever drops the last count (here, or the last handle's release) deletes it.
     SchedulerCore* core = core_.release();
@@ -1533,6 +1558,8 @@ bool Scheduler::WaitForWork(Duration timeout)
     Worker& worker = core_->HostWorker();
     if (core_->QueuedApprox(&worker, Priority::Normal) != 0)
         return true;
+    if (core_->stopped.load(std::memory_order_acquire))
+        return false; // no work can come any more
     const std::int64_t deadline
         = timeout.IsInfinite() ? INT64_MAX : SteadyNowNanoseconds() + timeout.Nanoseconds();
     for (;;)
@@ -1552,6 +1579,16 @@ bool Scheduler::WaitForWork(Duration timeout)
         if (SteadyNowNanoseconds() >= deadline)
             return false;
     }
+}
+
+void Scheduler::Stop()
+{
+    core_->Stop("Stop");
+}
+
+bool Scheduler::Stopped() const noexcept
+{
+    return core_->stopped.load(std::memory_order_acquire);
 }
 
 void Scheduler::RequestShutdown() noexcept

@@ -404,7 +404,12 @@ public:
     Task* StartOnFinishedStack(Worker& worker, Task* finished) noexcept;
     void FreeTask(Task* task) noexcept; // its block's owner lets go (EndForJoiner says who)
 
-    // ~Scheduler: waits for every task and queued item (pumping, or on the workers), closes to
+    // Scheduler::Stop and ~Scheduler (`call` names which, for the error): once, under stopLock_,
+    // Shutdown and UnbindHostThreads; then `stopped`. Throws std::logic_error when called from
+    // this core's own task or pump, which Shutdown would wait for.
+    void Stop(const char* call);
+    std::atomic<bool> stopped{false};
+    // Stop: waits for every task and queued item (pumping, or on the workers), closes to
     // new work from outside (Close), waits for what was admitted before, then stops the workers.
     void Shutdown();
     // Makes this core the calling thread's host (its converted-thread waits pump it), in place
@@ -495,6 +500,7 @@ private:
     // Every thread whose `host` is this core (guarded by the global host lock, Scheduler.cpp):
     // ~Scheduler clears their `host`, so none pumps this core once its Scheduler is gone.
     std::vector<ThreadState*> hostThreads_;
+    std::mutex stopLock_;      // Stop: a second caller waits for the first to finish
     bool hostsClosed_ = false; // under the host lock: unbound for good, BindHost refuses
     std::atomic<ThreadState*> hostPumper_{nullptr}; // EnterHostPump
     // Set by the host thread once a pump of every priority left nothing queued: from then on its

@@ -3,6 +3,7 @@
 // over runs; from then on they throw std::logic_error. Racing submitters see one or the other,
 // never a lost item (a coroutine frame LeakSanitizer would report, a count that falls short).
 
+#include "DeathTest.h"
 #include "TestGate.h"
 #include "TestMailbox.h"
 
@@ -64,7 +65,7 @@ bool TrySubmit(Scheduler& scheduler, std::atomic<long>& ran)
     {
         handle.destroy();
         if (std::string(error.what())
-                .find("Submit called while the scheduler is being destroyed") == std::string::npos)
+                .find("Submit refused: the scheduler is stopping or stopped") == std::string::npos)
             ++unclearRefusals;
         return false;
     }
@@ -287,4 +288,166 @@ TEST_CASE("Until the last task finished, submissions and moves from anywhere run
         REQUIRE(submitInsideAccepted.load());
         REQUIRE(startThrewInside.load());
     }
+}
+
+TEST_CASE("Stop: its refusal ends the submitting threads, and a stopped scheduler keeps refusing")
+{
+    // The handshake that ~Scheduler alone cannot give (a call once it frees the scheduler is
+    // undefined): Stop, join the threads that submit until refused, then destroy.
+    for (unsigned workers : {0u, 1u, 2u})
+    {
+        INFO("workers: " << workers);
+        std::atomic<long> ran{0};
+        std::atomic<long> accepted{0};
+        Scheduler scheduler(workers);
+        if (workers == 0)
+            scheduler.RunUntilIdle(); // this thread is its host, and Stop pumps it here
+        scheduler
+            .Start(
+                []
+                {
+                    for (int i = 0; i < 100; ++i)
+                        YieldTask();
+                })
+            .Detach();
+        std::thread submitter(
+            [&]
+            {
+                while (TrySubmit(scheduler, ran))
+                {
+                    ++accepted;
+                    std::this_thread::yield(); // the scheduler keeps up: Stop can drain
+                }
+            });
+        std::thread starter(
+            [&]
+            {
+                for (;;)
+                {
+                    try
+                    {
+                        scheduler.Start([&ran] { ++ran; }).Detach();
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        return;
+                    }
+                    ++accepted;
+                    std::this_thread::yield();
+                }
+            });
+        while (accepted.load() < 20)
+            std::this_thread::yield();
+        scheduler.Stop();
+        submitter.join(); // both ended at their first refusal
+        starter.join();
+        REQUIRE(scheduler.Stopped());
+        REQUIRE(ran.load() == accepted.load()); // everything admitted ran before Stop returned
+        REQUIRE(scheduler.LiveTasks() == 0);
+        // Stopped, it refuses every submission, and pumping finds nothing.
+        REQUIRE_THROWS_AS(scheduler.Start([] {}), std::logic_error);
+        REQUIRE_FALSE(TrySubmit(scheduler, ran));
+        Scheduler other(1);
+        std::atomic<bool> moveRefused{false};
+        other
+            .Start(
+                [&]
+                {
+                    try
+                    {
+                        MoveCurrentTaskTo(scheduler);
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        moveRefused = true;
+                    }
+                })
+            .Join();
+        REQUIRE(moveRefused.load());
+        if (workers == 0)
+        {
+            REQUIRE(scheduler.RunUntilIdle().ran == 0);
+            REQUIRE_FALSE(scheduler.WaitForWork(Duration::Infinite())); // returns: nothing can come
+        }
+        scheduler.Stop(); // again: returns at once
+        REQUIRE(ran.load() == accepted.load());
+    }
+    REQUIRE(unclearRefusals.load() == 0);
+}
+
+TEST_CASE("Stop from the scheduler's own task or pump is refused: it would wait for itself")
+{
+    auto refusal = [](Scheduler& scheduler)
+    {
+        try
+        {
+            scheduler.Stop();
+        }
+        catch (const std::logic_error& error)
+        {
+            return std::string(error.what());
+        }
+        return std::string("not refused");
+    };
+    Scheduler workers(1);
+    std::string fromTask;
+    workers.Start([&] { fromTask = refusal(workers); }).Join();
+    CHECK(fromTask.find("Stop called from the scheduler's own task or pump") != std::string::npos);
+    Scheduler host(0);
+    std::string fromPump;
+    JoinHandle task = host.Start([&] { fromPump = refusal(host); });
+    host.RunUntilIdle();
+    task.Join();
+    CHECK(fromPump.find("Stop called from the scheduler's own task or pump") != std::string::npos);
+    CHECK_FALSE(workers.Stopped());
+    CHECK_FALSE(host.Stopped());
+    host.Stop(); // from outside its pump: fine
+    CHECK(host.Stopped());
+}
+
+TEST_CASE("Stop called from two threads at once: both return once it has stopped")
+{
+    Gate hold;
+    Scheduler scheduler(1);
+    scheduler.Start([&] { SuspendTask(&hold); }).Detach();
+    while (hold.suspended.load() < 1)
+        std::this_thread::yield();
+    std::atomic<int> returned{0};
+    std::thread first(
+        [&]
+        {
+            scheduler.Stop();
+            ++returned;
+        });
+    std::thread second(
+        [&]
+        {
+            scheduler.Stop();
+            ++returned;
+        });
+    while (!scheduler.ShutdownRequested())
+        std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(returned.load() == 0); // both wait for the held task
+    CHECK_FALSE(scheduler.Stopped());
+    REQUIRE(hold.OpenAll() == 1);
+    first.join();
+    second.join();
+    CHECK(returned.load() == 2);
+    CHECK(scheduler.Stopped());
+}
+
+TEST_CASE("~Scheduler from the scheduler's own task terminates with the rule, instead of hanging")
+{
+    auto result = TestSupport::RunInChild(
+        []
+        {
+            alarm(20); // a destructor that waits for itself ends here, without the message
+            auto* scheduler = new Scheduler(1);
+            scheduler->Start([scheduler] { delete scheduler; }).Join();
+        });
+    INFO("child stderr: " << result.stderrText);
+    REQUIRE(result.aborted);
+    REQUIRE(result.stderrText.find("~Scheduler called from the scheduler's own task or pump") !=
+            std::string::npos);
 }

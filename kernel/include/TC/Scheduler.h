@@ -161,26 +161,27 @@ private:
 // never runs work inline. On a scheduler with one worker or none, each thread's submissions of
 // one priority start in the order it made them; the host's between pumps go to its own queue,
 // without atomics, once a pump has left nothing queued.
-// Destruction: ~Scheduler requests shutdown, then waits until every task it started has finished
-// (pumping, if it has no workers), joins its workers and frees the stacks. Queued coroutine
-// resumptions still run before it returns. A task that can never be resumed makes the destructor
-// wait forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
-// Start after the destructor started throws std::logic_error. Submit and MoveCurrentTaskTo are
-// accepted, and what they hand over runs, until the destructor's last look: the moment it has
-// seen its last task finish with nothing in the shared queue (work a worker queued for itself may
-// still be there; it runs before the worker stops). From then on, called from anywhere but the
-// scheduler's own workers or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit
-// called while the scheduler is being destroyed") and hand nothing over; a coroutine parked on
+// Stopping and destruction: Stop() (or ~Scheduler, which stops it first if Stop was not called)
+// requests shutdown, then waits until every task it started has finished (pumping, if it has no
+// workers), and joins its workers; ~Scheduler then frees the stacks. Queued coroutine
+// resumptions still run before Stop returns. A task that can never be resumed makes it wait
+// forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
+// Start once Stop began throws std::logic_error. Submit and MoveCurrentTaskTo are accepted, and
+// what they hand over runs, until Stop's last look: the moment it has seen its last task finish
+// with nothing in the shared queue (work a worker queued for itself may still be there; it runs
+// before the worker stops). From then on, called from anywhere but the scheduler's own workers
+// or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit refused: the scheduler
+// is stopping or stopped (Stop or ~Scheduler)") and hand nothing over; a coroutine parked on
 // the scheduler and resumed then terminates the process (its resumer cannot throw). A call that
 // races the last look is either refused or waited for and run, never lost. ResumeTask of the
-// scheduler's own tasks is never refused. Only calls made while the destructor runs are
-// answered, and only until it starts to free the scheduler (after its workers are joined): a
-// call after that is undefined, so stop the threads that submit before destroying it -- the
-// refusal is a safety net for a late call, not a way to wait for the destructor. The first
+// scheduler's own tasks is never refused. A stopped scheduler keeps refusing until it is
+// destroyed, so the refusal can end a submitting thread: Stop(), join that thread, then destroy
+// the scheduler. Calls made while the destructor runs are answered only until it starts to free
+// the scheduler (once Stop has returned inside it): a call after that is undefined. The first
 // look waits for the shared queue to run empty: a thread that keeps submitting faster than the
-// scheduler runs its work keeps the destructor waiting. A taskLeave or taskEnter hook that a
-// MoveCurrentTaskTo runs must not wait for the thread destroying the target.
-// A scheduler without workers is best destroyed on its host thread: destroyed on another, its
+// scheduler runs its work keeps Stop waiting. A taskLeave or taskEnter hook that a
+// MoveCurrentTaskTo runs must not wait for the thread stopping the target.
+// A scheduler without workers is best stopped and destroyed on its host thread: on another, its
 // host thread must not pump it, resume its tasks, submit to it or release its JoinHandles while
 // the destructor runs (between pumps the host queues on the host worker without atomics, and the
 // destructor pumps that worker). The host may be inside a wait then: the wait and the
@@ -260,6 +261,16 @@ public:
     bool WaitForWork(Duration timeout);
 
     // ---- shutdown ----
+    // Finishes every task and queued item, closes to new work from outside and joins the workers
+    // (above); the object stays, refusing submissions, until destroyed. Any thread may call it,
+    // any number of times (a second call waits for the first to finish), but not concurrently
+    // with the destructor, and not from the scheduler's own task or pump: that throws
+    // std::logic_error (it would wait for itself; ~Scheduler called there terminates with that
+    // message). On a scheduler without workers, called on another thread than its host, it
+    // follows the class comment's rules for destroying one there.
+    void Stop();
+    // True once Stop (or the destructor) has finished stopping it.
+    bool Stopped() const noexcept;
     // Asks long tasks to stop; they poll ShutdownRequested(). Starting new tasks still works.
     void RequestShutdown() noexcept;
     bool ShutdownRequested() const noexcept;
