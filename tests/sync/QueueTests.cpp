@@ -396,6 +396,44 @@ TEST_CASE("Channel: a receive whose move throws destroys that value and propagat
     CHECK(Fragile::live == 0);
 }
 
+namespace
+{
+// Sends `value` with co_await; `outcome` is 1 if accepted, 2 if the send threw.
+Fire SendFragileAsync(Channel<Fragile>& channel, int value, std::atomic<int>& outcome)
+{
+    try
+    {
+        outcome = co_await channel.SendAsync(Fragile(value)) ? 1 : 0;
+    }
+    catch (const std::runtime_error&)
+    {
+        outcome = 2;
+    }
+}
+} // namespace
+
+TEST_CASE("Channel: a SendAsync whose move throws propagates to the coroutine", "[channel]")
+{
+    for (std::size_t capacity : {std::size_t{0}, std::size_t{2}})
+    {
+        INFO("capacity " << capacity);
+        {
+            Channel<Fragile> channel(capacity);
+            std::atomic<int> outcome{0};
+            // Moving the value into the awaiter throws: it used to terminate the process there.
+            Fragile::throwOnMove = 3;
+            SendFragileAsync(channel, 3, outcome);
+            Fragile::throwOnMove = -1;
+            CHECK(outcome == 2);
+            CHECK(Fragile::live == 0);
+            SendFragileAsync(channel, 4, outcome);
+            CHECK(outcome == 1);
+            CHECK(channel.Receive()->value == 4);
+        }
+        CHECK(Fragile::live == 0);
+    }
+}
+
 TEST_CASE("Channel keeps over-aligned values intact across blocks", "[channel]")
 {
     for (std::size_t capacity : {std::size_t{0}, std::size_t{5}})

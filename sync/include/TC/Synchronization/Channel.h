@@ -181,7 +181,8 @@ public:
     class [[nodiscard("co_await it")]] SendAwaiter
     {
     public:
-        SendAwaiter(Channel & owner, T && value) noexcept
+        // Not noexcept for a throwing move: the exception must reach the sender, as Send's does.
+        SendAwaiter(Channel & owner, T && value) noexcept(std::is_nothrow_move_constructible_v<T>)
             : owner_(owner), value_(std::move(value)), inner_(owner.core_.space)
         {
         }
