@@ -71,6 +71,43 @@ TEST_CASE("Semaphore timed acquire times out from every kind of waiter", "[semap
     }
 }
 
+namespace
+{
+// Started on a thread with no executor, so the Release that serves it resumes it inline: while
+// it spins here, that Release is still running. Records whether `acquired` was set meanwhile.
+Fire HoldReleaseInFlight(Semaphore& sem, std::atomic<bool>& inside, std::atomic<bool>& acquired,
+                         std::atomic<bool>& acquiredWhileInside)
+{
+    co_await sem.AcquireAsync();
+    inside = true;
+    const auto until = std::chrono::steady_clock::now() + 200ms;
+    while (std::chrono::steady_clock::now() < until && !acquired.load())
+        std::this_thread::yield();
+    acquiredWhileInside = acquired.load();
+}
+} // namespace
+
+TEST_CASE("Semaphore: an Acquire returns only after the Release that gave its permit left",
+          "[semaphore]")
+{
+    // Release(2) resumes the coroutine inline and is held there; this thread takes the second
+    // permit meanwhile. Its Acquire used to return at once, while that Release -- which reads the
+    // waiter count after making the permits visible -- was still running: a waiter that then
+    // destroyed the semaphore, as Semaphore.h allows, left it a freed object to read.
+    Semaphore sem(0);
+    std::atomic<bool> inside{false};
+    std::atomic<bool> acquired{false};
+    std::atomic<bool> acquiredWhileInside{false};
+    HoldReleaseInFlight(sem, inside, acquired, acquiredWhileInside);
+    std::thread releaser([&] { sem.Release(2); });
+    CHECK(Eventually([&] { return inside.load(); }));
+    sem.Acquire();
+    acquired = true;
+    releaser.join();
+    CHECK_FALSE(acquiredWhileInside);
+    CHECK(sem.Available() == 0);
+}
+
 TEST_CASE("Mutex excludes waiters of every kind", "[mutex]")
 {
     for (WaiterKind kind : kAllKinds)

@@ -1,6 +1,7 @@
 #pragma once
 // Semaphore: a counting semaphore for tasks, converted threads and coroutines.
 
+#include <TC/Synchronization/detail/BusyCount.h>
 #include <TC/Synchronization/detail/SemaphoreCore.h>
 
 #include <cstdint>
@@ -12,34 +13,51 @@ namespace TC::Synchronization
 // while permits are being handed out may take one first (waiters are FIFO among themselves,
 // newcomers can barge; that keeps the uncontended path at one CAS).
 //
-// Destruction: when no waiter is suspended and no Release is running. A Release does not touch
-// the semaphore after it resumed the waiters it served, so a waiter may destroy it after its
-// Acquire returned if no other Release can be running.
+// Destruction: when no waiter is suspended and no Release is running. An acquire returns only
+// once every Release that was running has left the semaphore (the one that made its permit
+// visible still reads the waiter count after that), so a waiter may destroy it after its
+// Acquire (or successful TryAcquire) returned if no other Release can start. Exception: a
+// coroutine with no executor is resumed inline, inside the Release that served it, and returns
+// into it; it must leave the semaphore alive.
 class Semaphore
 {
 public:
     explicit Semaphore(std::int64_t initial = 0) noexcept : core_(initial) {}
 
-    // Takes a permit if one is there. Never suspends. One CAS.
-    bool TryAcquire() noexcept { return core_.TryAcquire(); }
+    // Takes a permit if one is there. Never suspends. One CAS (and one load when it succeeds).
+    bool TryAcquire() noexcept
+    {
+        if (!core_.TryAcquire())
+            return false;
+        busy_.Drain();
+        return true;
+    }
 
     // Takes a permit, suspending (a task or a converted thread) until Release hands one over.
     void Acquire()
     {
         if (!core_.TryAcquire())
             core_.Acquire();
+        busy_.Drain();
     }
 
     // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
     // without EnableTimers.
     bool Acquire(Duration timeout)
     {
-        return core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
+        const bool acquired =
+            core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
+        busy_.Drain();
+        return acquired;
     }
 
     // Adds n permits and resumes up to n waiters (each with its permit). Any thread, also a
     // callback. Never suspends.
-    void Release(std::int64_t n = 1) noexcept { core_.Release(n); }
+    void Release(std::int64_t n = 1) noexcept
+    {
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
+        core_.Release(n);
+    }
 
     // Permits available now (a snapshot).
     std::int64_t Available() const noexcept { return core_.Available(); }
@@ -49,7 +67,7 @@ public:
     class [[nodiscard("co_await it")]] AcquireAwaiter
     {
     public:
-        explicit AcquireAwaiter(Semaphore & owner) noexcept : inner_(owner.core_) {}
+        explicit AcquireAwaiter(Semaphore & owner) noexcept : owner_(owner), inner_(owner.core_) {}
         bool await_ready() noexcept
         {
             return inner_.await_ready();
@@ -59,9 +77,13 @@ public:
         {
             return inner_.await_suspend(handle);
         }
-        void await_resume() const noexcept {}
+        void await_resume() const noexcept
+        {
+            owner_.busy_.Drain();
+        }
 
     private:
+        Semaphore& owner_;
         detail::SemaphoreCore::AcquireAwaiter inner_;
     };
 
@@ -70,7 +92,7 @@ public:
     {
     public:
         AcquireForAwaiter(Semaphore & owner, Duration timeout) noexcept
-            : inner_(owner.core_, timeout)
+            : owner_(owner), inner_(owner.core_, timeout)
         {
         }
         bool await_ready() noexcept
@@ -84,10 +106,13 @@ public:
         }
         bool await_resume() noexcept
         {
-            return inner_.await_resume() == detail::AcquireResult::Acquired;
+            const bool acquired = inner_.await_resume() == detail::AcquireResult::Acquired;
+            owner_.busy_.Drain();
+            return acquired;
         }
 
     private:
+        Semaphore& owner_;
         detail::SemaphoreCore::AcquireForAwaiter inner_;
     };
 
@@ -99,5 +124,6 @@ public:
 
 private:
     detail::SemaphoreCore core_;
+    detail::BusyCount busy_; // Releases in flight, which an acquire waits out before it returns
 };
 } // namespace TC::Synchronization
