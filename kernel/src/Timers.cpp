@@ -16,6 +16,7 @@
 #include <TC/Suspend.h>
 #include <TC/detail/SpinLock.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -32,6 +33,8 @@ std::int64_t SteadyNowNanoseconds() noexcept
 
 namespace
 {
+constexpr std::int64_t kLongestSleep = 3'600'000'000'000; // one hour, in nanoseconds
+
 // Pairing heap over TimerNode: child = first child, sibling = next sibling, prev = parent for a
 // first child and left sibling otherwise.
 TimerNode* Meld(TimerNode* a, TimerNode* b) noexcept
@@ -254,7 +257,10 @@ private:
             if (root_->deadline > now)
             {
                 sleepingUntil_ = root_->deadline;
-                wake_.wait_for(lock, std::chrono::nanoseconds(root_->deadline - now));
+                // Capped: wait_for adds the span to the clock's now, which overflows for a deadline
+                // near INT64_MAX (a huge finite timeout) and then returns at once, for ever.
+                wake_.wait_for(
+                    lock, std::chrono::nanoseconds(std::min(root_->deadline - now, kLongestSleep)));
                 sleepingUntil_ = INT64_MIN;
                 continue;
             }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <coroutine>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -216,6 +217,41 @@ struct SlotCallback final : ISuspendCallback
     }
 };
 } // namespace
+
+TEST_CASE("A huge finite timeout lets the timer thread sleep until it is due")
+{
+    // Before the fix, the timer thread slept with wait_for(deadline - now), which adds that span
+    // to the clock's now: for a deadline near INT64_MAX it overflowed (undefined behaviour) into
+    // the past, so wait_for returned at once and the timer thread spun on a core for as long as
+    // the waiter waited.
+    auto processCpu = []
+    {
+        timespec now{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+        return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+    };
+    SlotCallback callback;
+    std::atomic<int> result{-1};
+    std::thread waiter(
+        [&]
+        { result = SuspendTaskFor(&callback, Duration::FromNanoseconds(INT64_MAX - 1)) ? 1 : 0; });
+    while (!callback.slot.load())
+        std::this_thread::sleep_for(1ms);
+    // A short deadline wakes the timer thread; afterwards it sleeps until the huge one.
+    Mailbox box;
+    int value = 0;
+    REQUIRE_FALSE(box.Take(value, 1ms));
+    std::this_thread::sleep_for(20ms);
+    const auto before = processCpu();
+    std::this_thread::sleep_for(300ms);
+    const auto used = processCpu() - before;
+    ResumeTask(callback.slot.exchange(nullptr));
+    waiter.join();
+    REQUIRE(result == 1);
+    INFO("CPU time used by an idle process: " << std::chrono::duration<double>(used).count()
+                                              << " s");
+    REQUIRE(used < 100ms);
+}
 
 TEST_CASE("A coroutine's timed wait: timeout and early resume, back on its executor")
 {
