@@ -33,7 +33,6 @@ void ConditionVariable::Node::OnSuspended(SuspendedTask handle) noexcept
     {
         std::lock_guard guard(owner_->lock_);
         owner_->list_.PushBack(this);
-        waitingHere = true;
     }
     // Queued before the mutex is released: a Notify made under the mutex from now on sees us.
     mutex->unlock();
@@ -41,12 +40,13 @@ void ConditionVariable::Node::OnSuspended(SuspendedTask handle) noexcept
 
 bool ConditionVariable::Node::OnTimeout(SuspendedTask) noexcept
 {
+    std::uint8_t expected = kWaiting;
+    if (!claim.compare_exchange_strong(expected, kTimingOut, std::memory_order_acq_rel))
+        return false; // notified: on its way through the mutex's queue; the cv may be gone
+    // Still on the list, which no Notify takes it from now: the cv lives while we are queued.
     ConditionVariable& owner = *owner_;
     std::lock_guard guard(owner.lock_);
-    if (!waitingHere)
-        return false; // notified: on its way through the mutex's queue
     owner.list_.Remove(this);
-    waitingHere = false;
     return true;
 }
 
@@ -55,9 +55,14 @@ void ConditionVariable::NotifyOne() noexcept
     detail::WaitNode* node = nullptr;
     {
         std::lock_guard guard(lock_);
-        node = list_.PopFront();
-        if (node)
-            static_cast<Node*>(node)->waitingHere = false;
+        // The oldest waiter whose timeout has not claimed it; a timing-out one leaves by itself.
+        for (detail::WaitNode* n = list_.Front(); n; n = n->next)
+            if (Claim(n))
+            {
+                list_.Remove(n);
+                node = n;
+                break;
+            }
     }
     if (node)
         static_cast<Node*>(node)->GetMutex()->LockOrEnqueue(node);
@@ -68,9 +73,18 @@ void ConditionVariable::NotifyAll() noexcept
     detail::WaitNode* node = nullptr;
     {
         std::lock_guard guard(lock_);
-        node = list_.TakeAll();
-        for (detail::WaitNode* n = node; n; n = n->next)
-            static_cast<Node*>(n)->waitingHere = false;
+        detail::WaitNode** tail = &node;
+        for (detail::WaitNode* n = list_.Front(); n;)
+        {
+            detail::WaitNode* const following = n->next;
+            if (Claim(n))
+            {
+                list_.Remove(n); // clears n->next; the next claimed node, if any, sets it
+                *tail = n;
+                tail = &n->next;
+            }
+            n = following;
+        }
     }
     while (node)
     {
@@ -78,5 +92,12 @@ void ConditionVariable::NotifyAll() noexcept
         static_cast<Node*>(node)->GetMutex()->LockOrEnqueue(node);
         node = next;
     }
+}
+
+bool ConditionVariable::Claim(detail::WaitNode* node) noexcept
+{
+    std::uint8_t expected = Node::kWaiting;
+    return static_cast<Node*>(node)->claim.compare_exchange_strong(expected, Node::kNotified,
+                                                                   std::memory_order_acq_rel);
 }
 } // namespace TC::Synchronization

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -421,4 +422,42 @@ TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout
     cv.NotifyOne();
     waiter.Join();
     CHECK(notified);
+}
+
+TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, past their timeout",
+          "[cv][timeout]")
+{
+    // Before the fix, a notified waiter's deadline still ran OnTimeout, which took the condition
+    // variable's lock to find out that it had been notified: with the waiter queued on the mutex
+    // past its deadline and the condition variable already destroyed (allowed: nobody waits on
+    // it), the timer thread wrote into freed memory (ASan: heap-use-after-free).
+    TC::EnableTimers();
+    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    {
+        INFO("waiter: " << Name(kind));
+        Mutex mutex;
+        auto cv = std::make_unique<ConditionVariable>();
+        std::atomic<bool> started{false};
+        std::atomic<int> result{0};
+        Waiters w;
+        w.Start(
+            kind,
+            [&]
+            {
+                std::unique_lock lock(mutex);
+                started = true;
+                result = cv->WaitFor(lock, 5ms) == CvStatus::Notified ? 1 : 2;
+            },
+            [] { return std::suspend_never{}; });
+        while (!started)
+            std::this_thread::yield();
+        {
+            std::unique_lock lock(mutex); // ours once the waiter is queued on the cv
+            cv->NotifyAll();              // the waiter moves to the mutex's queue
+            cv.reset();
+            std::this_thread::sleep_for(30ms); // its deadline passes while the mutex is ours
+        }
+        CHECK(w.WaitFinished(1));
+        CHECK(result == 1);
+    }
 }

@@ -8,6 +8,7 @@
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaitNode.h>
 
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
@@ -37,7 +38,8 @@ enum class CvStatus : std::uint8_t
 // - A notified waiter is moved straight into the mutex's FIFO queue (wait morphing) instead of
 //   being resumed to fight over the mutex, so NotifyAll wakes waiters one owner at a time.
 //
-// Destruction: when no waiter is queued and no Notify is running.
+// Destruction: when no waiter is queued and no Notify is running; waiters already notified
+// (still waiting for the mutex, even past their timeout) do not count.
 class ConditionVariable
 {
 public:
@@ -103,15 +105,23 @@ private:
         void OnSuspended(SuspendedTask handle) noexcept override;
         bool OnTimeout(SuspendedTask handle) noexcept override;
         Mutex* GetMutex() const noexcept { return mutex_; }
-        // On this condition variable's list (guarded by its lock_). Not WaitNode::linked: once
-        // a Notify hands the node to the mutex's queue, `linked` speaks of that queue, and a
-        // timeout must not take the node out of the wrong list.
-        bool waitingHere = false;
+        // Whether a Notify (kNotified) or the timeout (kTimingOut) ends this wait, decided by one
+        // CAS before either touches the other's side: a notified node's OnTimeout then never
+        // touches this condition variable, which its owner may destroy once nobody waits on it.
+        // Not WaitNode::linked: once a Notify hands the node to the mutex's queue, `linked`
+        // speaks of that queue.
+        static constexpr std::uint8_t kWaiting = 0;
+        static constexpr std::uint8_t kNotified = 1;
+        static constexpr std::uint8_t kTimingOut = 2;
+        std::atomic<std::uint8_t> claim{kWaiting};
 
     private:
         ConditionVariable* owner_;
         Mutex* mutex_;
     };
+
+    // Under lock_: takes `node` for a Notify unless its timeout claimed it first.
+    static bool Claim(detail::WaitNode* node) noexcept;
 
     detail::SpinLock lock_;
     detail::WaitList list_;
