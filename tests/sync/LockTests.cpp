@@ -461,3 +461,32 @@ TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, pas
         CHECK(result == 1);
     }
 }
+
+TEST_CASE("ConditionVariable::WaitFor with a predicate and a huge finite timeout waits",
+          "[cv][timeout]")
+{
+    // Before the fix the predicate form computed now + timeout, a signed overflow for a timeout
+    // near Duration::Infinite() (undefined behaviour: UBSan stops here in the asan preset).
+    TC::EnableTimers();
+    Mutex mutex;
+    ConditionVariable cv;
+    bool ready = false;
+    std::thread setter(
+        [&]
+        {
+            std::this_thread::sleep_for(20ms);
+            {
+                std::lock_guard guard(mutex);
+                ready = true;
+            }
+            cv.NotifyAll();
+        });
+    bool result = false;
+    {
+        std::unique_lock lock(mutex);
+        result =
+            cv.WaitFor(lock, TC::Duration::FromNanoseconds(INT64_MAX - 1), [&] { return ready; });
+    }
+    setter.join();
+    CHECK(result);
+}

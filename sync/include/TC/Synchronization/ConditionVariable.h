@@ -77,10 +77,12 @@ public:
             Wait(lock, pred);
             return true;
         }
-        const auto deadline = std::chrono::steady_clock::now() + timeout.ToChrono();
+        // Elapsed time against the budget, not now + timeout: that sum overflows for a huge
+        // finite timeout and then reads as a deadline long past.
+        const auto start = std::chrono::steady_clock::now();
         while (!pred())
         {
-            const auto left = deadline - std::chrono::steady_clock::now();
+            const auto left = timeout.ToChrono() - (std::chrono::steady_clock::now() - start);
             if (left <= left.zero() || WaitFor(lock, left) == CvStatus::TimedOut)
                 return pred();
         }
