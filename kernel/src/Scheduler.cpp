@@ -1541,8 +1541,9 @@ PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
         return PumpResult{0, 0, budget}; // an idle turn reads no clock
     }
     const std::int64_t now = SteadyNowNanoseconds();
-    const std::int64_t deadline
-        = budget.IsInfinite() ? INT64_MAX : now + std::max<std::int64_t>(budget.Nanoseconds(), 1);
+    const std::int64_t deadline =
+        budget.IsInfinite() ? INT64_MAX
+                            : DeadlineAfter(now, std::max<std::int64_t>(budget.Nanoseconds(), 1));
     return core_->Pump(SIZE_MAX, lowest, deadline, false);
 }
 
@@ -1560,8 +1561,9 @@ bool Scheduler::WaitForWork(Duration timeout)
         return true;
     if (core_->stopped.load(std::memory_order_acquire))
         return false; // no work can come any more
-    const std::int64_t deadline
-        = timeout.IsInfinite() ? INT64_MAX : SteadyNowNanoseconds() + timeout.Nanoseconds();
+    const std::int64_t deadline =
+        timeout.IsInfinite() ? INT64_MAX
+                             : DeadlineAfter(SteadyNowNanoseconds(), timeout.Nanoseconds());
     for (;;)
     {
         core_->RegisterSleeper(worker.parker);

@@ -45,6 +45,10 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
     TC_CHECK(inTask || !thread.isWorkerThread, "wait from a place that cannot wait",
              "SuspendTask was called on a scheduler worker thread outside a task (from a coroutine "
              "or callback the scheduler runs); co_await SuspendTaskAsync instead");
+    TC_CHECK(!thread.isTimerThread, "wait from a place that cannot wait",
+             "a blocking wait on the timer thread (a coroutine with no executor that a timeout "
+             "resumed runs there) would stop every deadline in the process; give the coroutine "
+             "an executor, or co_await instead of blocking");
     (void)thread;
     (void)inTask;
 }

@@ -36,6 +36,7 @@ struct ThreadState : TaskIdentity
     }
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
     bool isWorkerThread = false;  // a scheduler's own worker thread
+    bool isTimerThread = false;   // the one timer thread (EnableTimers)
 };
 
 // The calling thread's state. Never inlined: a task may continue on another thread after any

@@ -243,6 +243,7 @@ private:
 
     void Run()
     {
+        CurrentThread().isTimerThread = true; // it must never wait on anything but its deadlines
         std::unique_lock lock(lock_);
         while (!stop_)
         {
@@ -331,9 +332,7 @@ private:
 
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept
 {
-    const std::int64_t now = SteadyNowNanoseconds();
-    const std::int64_t ns = timeout.Nanoseconds();
-    node.deadline = ns > INT64_MAX - now ? INT64_MAX : now + ns;
+    node.deadline = DeadlineAfter(SteadyNowNanoseconds(), timeout.Nanoseconds());
     node.child = node.sibling = node.prev = nullptr;
     node.entry = &entry;
     node.state.store(kTimerArming, std::memory_order_relaxed);

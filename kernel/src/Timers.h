@@ -34,6 +34,12 @@ inline constexpr std::uint32_t kTimerFiring = 8;
 inline constexpr std::uint32_t kTimerDone = 16;
 
 std::int64_t SteadyNowNanoseconds() noexcept;
+// `now` plus `ns` (not negative), saturated at INT64_MAX: a huge finite timeout must read as a
+// far deadline, never wrap to one long past.
+constexpr std::int64_t DeadlineAfter(std::int64_t now, std::int64_t ns) noexcept
+{
+    return ns > INT64_MAX - now ? INT64_MAX : now + ns;
+}
 
 // Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming.
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept;

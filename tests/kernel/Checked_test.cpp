@@ -115,6 +115,36 @@ TEST_CASE("A blocking wait on a worker thread outside a task fails at once")
     RequireRule(result, "wait from a place that cannot wait");
 }
 
+TEST_CASE("A blocking wait on the timer thread fails at once")
+{
+    // A coroutine with no executor that a timeout resumes runs on the timer thread; a blocking
+    // wait there used to stop every deadline in the process, its own included, for ever.
+    auto result = RunInChild(
+        []
+        {
+            EnableTimers();
+            struct TakeBack final : ISuspendCallback
+            {
+                void OnSuspended(SuspendedTask) noexcept override {}
+                bool OnTimeout(SuspendedTask) noexcept override { return true; }
+            };
+            struct Runner
+            {
+                static Detached Go(TakeBack* takeBack)
+                {
+                    co_await SuspendTaskForAsync(takeBack, std::chrono::milliseconds(1));
+                    Keep keep;
+                    SuspendTaskFor(&keep, std::chrono::milliseconds(10)); // on the timer thread
+                }
+            };
+            TakeBack takeBack;
+            Runner::Go(&takeBack);
+            std::this_thread::sleep_for(std::chrono::seconds(5));
+        });
+    RequireRule(result, "wait from a place that cannot wait");
+    REQUIRE(result.stderrText.find("timer thread") != std::string::npos);
+}
+
 TEST_CASE("An ExecutorScope held across a suspension fails at once")
 {
     auto result = RunInChild([] {

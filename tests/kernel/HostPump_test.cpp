@@ -587,3 +587,28 @@ TEST_CASE("A host inside a wait when another thread destroys its scheduler hands
     for (void* block : reuse)
         ::operator delete(block);
 }
+
+TEST_CASE("RunFor and WaitForWork take a huge finite budget as a far deadline")
+{
+    // Both added the budget to the clock, a signed overflow for a Duration near Infinite()
+    // (undefined behaviour: UBSan stops here in the asan preset; a wrapped deadline long past).
+    const Duration huge = Duration::FromNanoseconds(INT64_MAX - 1);
+    Scheduler host(0);
+    int ran = 0;
+    for (int i = 0; i < 3; ++i)
+        host.Start([&] { ++ran; }).Detach();
+    const PumpResult result = host.RunFor(huge);
+    CHECK(result.ran == 3);
+    CHECK(ran == 3);
+    CHECK(result.left.Nanoseconds() > 0);
+    std::thread submitter(
+        [&]
+        {
+            std::this_thread::sleep_for(10ms);
+            host.Start([&] { ++ran; }).Detach();
+        });
+    CHECK(host.WaitForWork(huge));
+    submitter.join();
+    host.RunUntilIdle();
+    CHECK(ran == 4);
+}

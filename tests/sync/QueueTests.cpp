@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,6 +47,23 @@ TEST_CASE("Mailbox<T> delivers to a taker of every kind and replaces an untaken 
     CHECK(box.Put(2)); // replaced the untaken 1
     CHECK(box.Take() == 2);
     CHECK_FALSE(box.TryTake());
+}
+
+TEST_CASE("Mailbox<T>::Take with a huge finite timeout waits for the value", "[mailbox][timeout]")
+{
+    // It computed now + timeout, a signed overflow for a timeout near Duration::Infinite()
+    // (undefined behaviour: UBSan stops here in the asan preset).
+    TC::EnableTimers();
+    Mailbox<int> box;
+    std::thread putter(
+        [&]
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            box.Put(9);
+        });
+    const std::optional<int> taken = box.Take(TC::Duration::FromNanoseconds(INT64_MAX - 1));
+    putter.join();
+    CHECK(taken == 9);
 }
 
 TEST_CASE("Mailbox<T> timed take times out from every kind of waiter", "[mailbox][timeout]")

@@ -13,7 +13,8 @@ namespace TC
 // any OS thread that is not a scheduler worker outside a task (the thread is converted on its
 // first wait; see ConvertCurrentThread). Not callable inside OnSuspended/OnTimeout: checked mode
 // fails "wait inside a callback" there, and "wait from a place that cannot wait" on a worker
-// thread outside a task (a coroutine run by a worker must co_await SuspendTaskAsync instead).
+// thread outside a task (a coroutine run by a worker must co_await SuspendTaskAsync instead) and
+// on the timer thread (where a coroutine with no executor that a timeout resumed runs).
 void SuspendTask(ISuspendCallback* callback);
 
 // SuspendTask with a deadline. When it passes, the timer thread calls OnTimeout while the waiter

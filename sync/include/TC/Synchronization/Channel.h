@@ -45,7 +45,8 @@ enum class ChannelStatus : std::uint8_t
 // that gate, one compare-exchange to claim the oldest slot, the move out and one fetch_or to
 // free the slot (detail/ChannelCore.h). Waits go through the suspend protocol. Values live in
 // blocks of 31 slots; freed blocks are kept for reuse, so a steady flow allocates nothing, and a
-// bounded channel allocates every block it can span when it is constructed.
+// bounded channel allocates every block it can span when it is constructed (afterwards only when
+// a stalled receiver or the slots of throwing sends keep blocks out of use, detail/ChannelCore.h).
 //
 // A Send whose move or copy into the channel throws sends nothing: the exception propagates and
 // the channel is as if the Send had not happened. A receive whose move out of the channel throws

@@ -90,12 +90,14 @@ public:
     {
         if (timeout.IsInfinite())
             return Take();
-        const auto deadline = std::chrono::steady_clock::now() + timeout.ToChrono();
+        // Elapsed time against the budget, not now + timeout: that sum overflows for a huge
+        // finite timeout and then reads as a deadline long past.
+        const auto start = std::chrono::steady_clock::now();
         for (;;)
         {
             if (std::optional<T> taken = TryTake())
                 return taken;
-            const auto left = deadline - std::chrono::steady_clock::now();
+            const auto left = timeout.ToChrono() - (std::chrono::steady_clock::now() - start);
             if (left <= left.zero() || !this->SuspendFor(left))
                 return TryTake(); // a Put may have raced the timeout
         }

@@ -13,10 +13,12 @@ namespace TC::Synchronization
 // while permits are being handed out may take one first (waiters are FIFO among themselves,
 // newcomers can barge; that keeps the uncontended path at one CAS).
 //
-// Destruction: when no waiter is suspended and no Release is running. An acquire returns only
-// once every Release that was running has left the semaphore (the one that made its permit
-// visible still reads the waiter count after that), so a waiter may destroy it after its
-// Acquire (or successful TryAcquire) returned if no other Release can start. Exception: a
+// Destruction: when no call on it is running -- no Acquire of any form (a waiter that was
+// handed its permit is still inside its Acquire until it returns: it waits out the Releases in
+// flight below, and a timed one its timeout) and no Release. An acquire returns only once every
+// Release that was running has left the semaphore (the one that made its permit visible still
+// reads the waiter count after that), so a waiter may destroy it after its Acquire (or
+// successful TryAcquire) returned if no other Release can start. Exception: a
 // coroutine with no executor is resumed inline, inside the Release that served it, and returns
 // into it; it must leave the semaphore alive.
 class Semaphore

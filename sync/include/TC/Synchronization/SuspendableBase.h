@@ -52,7 +52,10 @@ class SuspendableBase;
 // Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
 // reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
 // with the same exchange. Destroy the object only when no waiter is suspended on it and no
-// Resume of it is still running; the waiter may destroy it as soon as its wait returned.
+// Resume of it is still running; the waiter may destroy it as soon as its wait returned. A timed
+// waiter (SuspendFor) counts as waiting until its wait returned, even once a Resume claimed it:
+// the timer thread may have begun its OnTimeout, which reads the slot, just before that Resume,
+// and the wait returns only after OnTimeout has (so the waiter itself may destroy it then).
 //
 // Re-check in flight: the re-check reads the object after the waiter was published, so (as
 // seed 004 says of its Mailbox) a waiter that a Resume reached meanwhile could return from its

@@ -30,7 +30,10 @@ namespace TC::Synchronization::detail
 // block once every slot in it has been read (the last reader of the block does, whichever it is;
 // a per-slot bit tells a reader that a slower one is still copying out). Freed blocks go to a
 // small pool the senders take from first, so a steady flow allocates nothing; a bounded channel
-// fills the pool with every block it can need at construction, so it never allocates afterwards.
+// fills the pool at construction with every block its capacity can span. It allocates later
+// only when blocks stay out of the pool longer than their values: a receiver stalled while
+// copying out keeps its block, and slots skipped by sends that threw hold their block until a
+// receiver passes them (the pool keeps two spare blocks for that).
 inline constexpr std::uint32_t kChannelBlockSlots = 31;
 
 class ChannelCore
