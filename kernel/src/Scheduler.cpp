@@ -459,25 +459,18 @@ void SchedulerCore::Shutdown()
         {
             // The host may be pumping it from a wait on its own thread: the drain takes turns
             // with it, and decides only while it holds the pump, when no item can be in flight
-            // between the host worker's queue and a pump.
-            bool busy = false;
-            bool drained = false;
+            // between the host worker's queue and a pump. The turn ends before it sleeps.
             {
                 const HostPumpTurn turn(*this, thread);
-                busy = turn.Busy();
-                if (!busy)
+                if (turn.Busy())
                 {
-                    Pump(SIZE_MAX, Priority::Normal, 0, false);
-                    drained = Live() == 0 && QueuedApprox(&HostWorker(), Priority::Normal) == 0;
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
+                    reportIfHung();
+                    continue;
                 }
-            }
-            if (drained)
-                break;
-            if (busy)
-            {
-                std::this_thread::sleep_for(std::chrono::microseconds(50));
-                reportIfHung();
-                continue;
+                Pump(SIZE_MAX, Priority::Normal, 0, false);
+                if (Live() == 0 && QueuedApprox(&HostWorker(), Priority::Normal) == 0)
+                    break;
             }
             Parker parker{&HostWorker().word};
             RegisterSleeper(parker);

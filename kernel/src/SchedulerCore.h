@@ -294,42 +294,34 @@ public:
 
     // ---- the host's waits (ThreadWaiter.cpp) ----
     // A converted-thread wait pumps the schedulers its thread hosts, and ~Scheduler's drain may
-    // run on another thread at the same time: the one that holds the host pump runs the host
-    // worker, the other skips that round (a wait) or waits for it (the drain). Its holder may
-    // enter again (a wait nested in its pump). acquire on entry and release on leaving order
-    // each holder's pump after the previous holder's, host worker and queues included.
-    enum class HostPumpEntry
+    // run on another thread at the same time: for the scope of a turn, the thread that holds the
+    // host pump (hostPumper_) runs the host worker, and the other sees Busy() and skips that round
+    // (a wait) or waits for it (the drain). Its holder may enter again (a wait nested in its
+    // pump). acquire on entry and release on leaving order each holder's pump after the previous
+    // holder's, host worker and queues included.
+    class HostPumpTurn
     {
-        Entered,
-        Nested,
-        Busy
-    };
-    HostPumpEntry EnterHostPump(ThreadState& thread) noexcept
-    {
-        ThreadState* holder = nullptr;
-        if (hostPumper_.compare_exchange_strong(holder, &thread, std::memory_order_acquire,
-                                                std::memory_order_relaxed))
-            return HostPumpEntry::Entered;
-        return holder == &thread ? HostPumpEntry::Nested : HostPumpEntry::Busy;
-    }
-    void LeaveHostPump(HostPumpEntry entry) noexcept
-    {
-        if (entry == HostPumpEntry::Entered)
-            hostPumper_.store(nullptr, std::memory_order_release);
-    }
-    // EnterHostPump for a scope: leaves on the way out (nothing to leave when Busy).
-    struct HostPumpTurn
-    {
-        SchedulerCore& core;
-        const HostPumpEntry entry;
-        HostPumpTurn(SchedulerCore& pumped, ThreadState& thread) noexcept
-            : core(pumped), entry(pumped.EnterHostPump(thread))
+    public:
+        HostPumpTurn(SchedulerCore& core, ThreadState& thread) noexcept : core_(core)
         {
+            ThreadState* holder = nullptr;
+            entered_ = core.hostPumper_.compare_exchange_strong(
+                holder, &thread, std::memory_order_acquire, std::memory_order_relaxed);
+            busy_ = !entered_ && holder != &thread;
         }
-        ~HostPumpTurn() { core.LeaveHostPump(entry); }
+        ~HostPumpTurn()
+        {
+            if (entered_)
+                core_.hostPumper_.store(nullptr, std::memory_order_release);
+        }
         HostPumpTurn(const HostPumpTurn&) = delete;
         HostPumpTurn& operator=(const HostPumpTurn&) = delete;
-        bool Busy() const noexcept { return entry == HostPumpEntry::Busy; }
+        bool Busy() const noexcept { return busy_; }
+
+    private:
+        SchedulerCore& core_;
+        bool entered_ = false; // false when nested (it leaves nothing) or busy
+        bool busy_ = false;
     };
     // The cores `thread` hosts, each held for the wait (a count on `blocks`, taken under the host
     // lock, where ~Scheduler unbinds its threads before it can free the core): a Scheduler
@@ -502,12 +494,12 @@ private:
     std::vector<ThreadState*> hostThreads_;
     std::mutex stopLock_;      // Stop: a second caller waits for the first to finish
     bool hostsClosed_ = false; // under the host lock: unbound for good, BindHost refuses
-    std::atomic<ThreadState*> hostPumper_{nullptr}; // EnterHostPump
+    std::atomic<ThreadState*> hostPumper_{nullptr}; // HostPumpTurn
     // Set by the host thread once a pump of every priority left nothing queued: from then on its
     // submissions outside a pump go to the host worker's own queue (SubmittingWorker). Not before,
     // so that they never overtake what it queued in the shared queue before it first pumped.
     // Written by whoever pumps the host worker (the host thread, or ~Scheduler's drain holding
-    // the host pump, EnterHostPump) and read by the host thread.
+    // the host pump, HostPumpTurn) and read by the host thread.
     bool hostLocalReady_ = false;
     std::mutex stackLock_;
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
