@@ -40,8 +40,7 @@ void ConditionVariable::Node::OnSuspended(SuspendedTask handle) noexcept
 
 bool ConditionVariable::Node::OnTimeout(SuspendedTask) noexcept
 {
-    std::uint8_t expected = kWaiting;
-    if (!claim.compare_exchange_strong(expected, kTimingOut, std::memory_order_acq_rel))
+    if (!Claim(kTimingOut))
         return false; // notified: on its way through the mutex's queue; the cv may be gone
     // Still on the list, which no Notify takes it from now: the cv lives while we are queued.
     ConditionVariable& owner = *owner_;
@@ -57,7 +56,7 @@ void ConditionVariable::NotifyOne() noexcept
         std::lock_guard guard(lock_);
         // The oldest waiter whose timeout has not claimed it; a timing-out one leaves by itself.
         for (detail::WaitNode* n = list_.Front(); n; n = n->next)
-            if (Claim(n))
+            if (static_cast<Node*>(n)->Claim(Node::kNotified))
             {
                 list_.Remove(n);
                 node = n;
@@ -77,7 +76,7 @@ void ConditionVariable::NotifyAll() noexcept
         for (detail::WaitNode* n = list_.Front(); n;)
         {
             detail::WaitNode* const following = n->next;
-            if (Claim(n))
+            if (static_cast<Node*>(n)->Claim(Node::kNotified))
             {
                 list_.Remove(n); // clears n->next; the next claimed node, if any, sets it
                 *tail = n;
@@ -92,12 +91,5 @@ void ConditionVariable::NotifyAll() noexcept
         static_cast<Node*>(node)->GetMutex()->LockOrEnqueue(node);
         node = next;
     }
-}
-
-bool ConditionVariable::Claim(detail::WaitNode* node) noexcept
-{
-    std::uint8_t expected = Node::kWaiting;
-    return static_cast<Node*>(node)->claim.compare_exchange_strong(expected, Node::kNotified,
-                                                                   std::memory_order_acq_rel);
 }
 } // namespace TC::Synchronization

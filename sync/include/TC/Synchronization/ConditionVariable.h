@@ -6,6 +6,7 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/Mutex.h>
 #include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/TimeBudget.h>
 #include <TC/Synchronization/detail/WaitNode.h>
 
 #include <atomic>
@@ -77,12 +78,10 @@ public:
             Wait(lock, pred);
             return true;
         }
-        // Elapsed time against the budget, not now + timeout: that sum overflows for a huge
-        // finite timeout and then reads as a deadline long past.
-        const auto start = std::chrono::steady_clock::now();
+        const detail::TimeBudget budget(timeout);
         while (!pred())
         {
-            const auto left = timeout.ToChrono() - (std::chrono::steady_clock::now() - start);
+            const auto left = budget.Left();
             if (left <= left.zero() || WaitFor(lock, left) == CvStatus::TimedOut)
                 return pred();
         }
@@ -115,15 +114,18 @@ private:
         static constexpr std::uint8_t kWaiting = 0;
         static constexpr std::uint8_t kNotified = 1;
         static constexpr std::uint8_t kTimingOut = 2;
-        std::atomic<std::uint8_t> claim{kWaiting};
+        // True for the first of the two to ask (`by`: kNotified or kTimingOut).
+        bool Claim(std::uint8_t by) noexcept
+        {
+            std::uint8_t expected = kWaiting;
+            return claim_.compare_exchange_strong(expected, by, std::memory_order_acq_rel);
+        }
 
     private:
+        std::atomic<std::uint8_t> claim_{kWaiting};
         ConditionVariable* owner_;
         Mutex* mutex_;
     };
-
-    // Under lock_: takes `node` for a Notify unless its timeout claimed it first.
-    static bool Claim(detail::WaitNode* node) noexcept;
 
     detail::SpinLock lock_;
     detail::WaitList list_;

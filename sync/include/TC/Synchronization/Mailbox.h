@@ -5,6 +5,7 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/Suspendable.h>
 #include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/TimeBudget.h>
 
 #include <atomic>
 #include <chrono>
@@ -90,14 +91,12 @@ public:
     {
         if (timeout.IsInfinite())
             return Take();
-        // Elapsed time against the budget, not now + timeout: that sum overflows for a huge
-        // finite timeout and then reads as a deadline long past.
-        const auto start = std::chrono::steady_clock::now();
+        const detail::TimeBudget budget(timeout);
         for (;;)
         {
             if (std::optional<T> taken = TryTake())
                 return taken;
-            const auto left = timeout.ToChrono() - (std::chrono::steady_clock::now() - start);
+            const auto left = budget.Left();
             if (left <= left.zero() || !this->SuspendFor(left))
                 return TryTake(); // a Put may have raced the timeout
         }
