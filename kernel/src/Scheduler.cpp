@@ -442,12 +442,24 @@ void SchedulerCore::Shutdown()
                          options.name.c_str(), Live());
         }
     };
-    // Until no task lives and nothing is queued: the workers run it, or this thread pumps.
-    auto drain = [&]
+    // The first look's bound: the shared queue counts as drained once it ran empty, or once as
+    // many items were taken from it as it held when Stop began. A thread that keeps submitting
+    // faster than the work runs then delays the last look by that backlog, not for ever; what it
+    // queues meanwhile runs in the second drain.
+    const std::uint64_t takenAtStart = TakenShared();
+    const std::size_t backlogAtStart = QueuedApprox(nullptr, Priority::Normal);
+    auto sharedDrained = [&](bool bounded)
+    {
+        return !HasQueuedWork(Priority::Normal) ||
+               (bounded && TakenShared() - takenAtStart >= backlogAtStart);
+    };
+    // Until no task lives and the shared queue is drained (bounded: see above; else empty): the
+    // workers run it, or this thread pumps.
+    auto drain = [&](bool bounded)
     {
         if (HasWorkerThreads())
         {
-            while (Live() != 0 || HasQueuedWork(Priority::Normal))
+            while (Live() != 0 || !sharedDrained(bounded))
             {
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
                 reportIfHung();
@@ -468,8 +480,11 @@ void SchedulerCore::Shutdown()
                     reportIfHung();
                     continue;
                 }
-                Pump(SIZE_MAX, Priority::Normal, 0, false);
-                if (Live() == 0 && QueuedApprox(&HostWorker(), Priority::Normal) == 0)
+                // Bounded, a pump runs only what was queued when it began, or a steady
+                // submitter would keep it running.
+                Pump(SIZE_MAX, Priority::Normal, 0, bounded);
+                if (Live() == 0 && HostWorker().local[0].IsEmpty() &&
+                    HostWorker().local[1].IsEmpty() && sharedDrained(bounded))
                     break;
             }
             Parker parker{&HostWorker().word};
@@ -485,12 +500,12 @@ void SchedulerCore::Shutdown()
         CheckHostThread(true);
     // Until the last task finished, everything is accepted (but Start): what the tasks and
     // the other threads submit meanwhile runs here.
-    drain();
+    drain(true);
     // The last look: from now on new work from outside is refused, and what was admitted before
     // is queued once Close returns. The second drain runs it; what that work submits from this
     // core's own threads is still accepted (the workers and this pump run it before they stop).
     Close();
-    drain();
+    drain(false);
     if (HasWorkerThreads())
     {
         // A worker leaves its loop only once it found nothing to take, so what the last items
@@ -628,9 +643,11 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
     WakeOne();
 }
 
-std::uintptr_t SchedulerCore::TakenFromShared(std::size_t priority, std::uintptr_t item) noexcept
+std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priority,
+                                              std::uintptr_t item) noexcept
 {
     TsanAcquire(&global_[priority]);
+    CountTakenShared(worker);
     if (priority == PriorityIndex(Priority::High))
         sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
     return item;
@@ -650,6 +667,7 @@ std::uintptr_t SchedulerCore::FromSharedQueue(Worker& worker, std::uintptr_t que
     if (!inbox_.compare_exchange_strong(word, behind, std::memory_order_acquire,
                                         std::memory_order_relaxed))
         return item; // another worker took it
+    CountTakenShared(worker);
     worker.deferred = item;
     return word & kInboxItemMask;
 }
@@ -665,7 +683,8 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
             std::uintptr_t item = 0;
             while (global_[p].try_dequeue(item))
             {
-                item = TakenFromShared(p, item) & kInboxItemMask; // never behind the inbox here
+                item = TakenFromShared(worker, p, item) &
+                       kInboxItemMask; // never behind the inbox here
                 try
                 {
                     worker.local[p].Push(item);
@@ -707,14 +726,17 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
             while ((word & kInboxItemMask) != 0)
                 if (inbox_.compare_exchange_weak(word, word & ~kInboxItemMask,
                                                  std::memory_order_acquire, std::memory_order_relaxed))
+                {
+                    CountTakenShared(worker);
                     return word & kInboxItemMask;
+                }
         }
         if (globalFirst && global_[p].try_dequeue(item))
-            return FromSharedQueue(worker, TakenFromShared(p, item));
+            return FromSharedQueue(worker, TakenFromShared(worker, p, item));
         if ((item = worker.local[p].Pop()) != 0)
             return item;
         if (global_[p].try_dequeue(item))
-            return FromSharedQueue(worker, TakenFromShared(p, item));
+            return FromSharedQueue(worker, TakenFromShared(worker, p, item));
     }
     return 0;
 }
@@ -1386,6 +1408,16 @@ void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept
     ReturnStack(std::exchange(task->stack, StackMemory{}), worker);
     CountEnd(worker);
     EndForJoiner(task, "ended with an exception"); // the last use of `task`
+}
+
+std::uint64_t SchedulerCore::TakenShared() const noexcept
+{
+    // relaxed: it only bounds how long Stop's first look waits; the second drain, after Close,
+    // is what runs everything admitted.
+    std::uint64_t taken = 0;
+    for (const auto& worker : workers_)
+        taken += worker->takenShared.load(std::memory_order_relaxed);
+    return taken;
 }
 
 std::size_t SchedulerCore::Live() const noexcept

@@ -102,6 +102,9 @@ struct Worker
     // own line: wakers write `word`.
     alignas(64) std::atomic<std::uint64_t> started{0};
     std::atomic<std::uint64_t> ended{0};
+    // Items this worker took from the shared queue or the inbox, written the same way (by the
+    // thread running it, or pumping it, alone), read by Stop's first look (TakenShared).
+    std::atomic<std::uint64_t> takenShared{0};
     std::thread thread;
 };
 
@@ -201,7 +204,14 @@ public:
     std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
     // After a successful dequeue from global_[priority]: the bookkeeping every taker does.
-    std::uintptr_t TakenFromShared(std::size_t priority, std::uintptr_t item) noexcept;
+    std::uintptr_t TakenFromShared(Worker& worker, std::size_t priority,
+                                   std::uintptr_t item) noexcept;
+    // Counts an item `worker` took from the shared queue or the inbox (Worker::takenShared).
+    static void CountTakenShared(Worker& worker) noexcept
+    {
+        worker.takenShared.store(worker.takenShared.load(std::memory_order_relaxed) + 1,
+                                 std::memory_order_relaxed);
+    }
     // True when the shared queue may hold High work: a pick of Normal work of a worker's own
     // (the direct switch, a finished task's stack handed on) must leave it to the loop, which
     // takes High first. Relaxed: High work submitted concurrently has no place in line yet.
@@ -418,6 +428,8 @@ public:
     std::atomic<std::uint64_t> endedElsewhere{0};
     // Tasks started and not ended; exact once nothing starts or ends (see there).
     std::size_t Live() const noexcept;
+    // Items taken from the shared queue and the inbox so far, by every worker (Shutdown).
+    std::uint64_t TakenShared() const noexcept;
     // Task blocks in existence -- held by a task or a JoinHandle, or free in a cache or the pool
     // -- plus one for the Scheduler object; whoever drops it to zero deletes this core. A block is
     // counted when it is made and when it is deleted, never as it is used, so a start and a free

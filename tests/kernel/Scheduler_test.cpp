@@ -48,6 +48,17 @@ Counted Count(std::atomic<long>* ran)
     co_return;
 }
 
+// Counts its run after keeping its worker busy for `busy` (a steady clock spin, not a sleep).
+Counted BusyItem(std::atomic<long>* ran, std::chrono::microseconds busy)
+{
+    const auto until = std::chrono::steady_clock::now() + busy;
+    while (std::chrono::steady_clock::now() < until)
+    {
+    }
+    ++*ran;
+    co_return;
+}
+
 // Refusals whose message does not say why (checked on the test's thread: Catch is not
 // thread-safe).
 std::atomic<int> unclearRefusals{0};
@@ -373,6 +384,66 @@ TEST_CASE("Stop: its refusal ends the submitting threads, and a stopped schedule
         REQUIRE(ran.load() == accepted.load());
     }
     REQUIRE(unclearRefusals.load() == 0);
+}
+
+TEST_CASE("Stop: a thread that keeps submitting faster than the work runs delays it by the "
+          "backlog only")
+{
+    // Each item keeps its worker busy for 50 us; the submitter queues one every 5 us or so, so
+    // the shared queue never runs empty while it submits. Stop must still reach its last look
+    // (which ends the submitter) instead of waiting for an empty queue that never comes. The
+    // watchdog stops the submitter after 3 s, so a Stop that waits for ever fails instead.
+    for (unsigned workers : {0u, 1u, 2u})
+    {
+        INFO("workers: " << workers);
+        std::atomic<long> ran{0};
+        std::atomic<long> accepted{0};
+        std::atomic<bool> gaveUp{false};
+        Scheduler scheduler(workers);
+        if (workers == 0)
+            scheduler.RunUntilIdle(); // this thread is its host, and Stop pumps it here
+        std::thread submitter(
+            [&]
+            {
+                while (!gaveUp.load())
+                {
+                    const Counted item = BusyItem(&ran, std::chrono::microseconds(50));
+                    try
+                    {
+                        scheduler.Submit(item.handle);
+                    }
+                    catch (const std::logic_error&)
+                    {
+                        item.handle.destroy();
+                        return;
+                    }
+                    ++accepted;
+                    const auto until =
+                        std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+                    while (std::chrono::steady_clock::now() < until)
+                    {
+                    }
+                }
+            });
+        while (accepted.load() < 20)
+            std::this_thread::yield();
+        std::atomic<bool> stopped{false};
+        std::thread watchdog(
+            [&]
+            {
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+                while (!stopped.load() && std::chrono::steady_clock::now() < until)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                if (!stopped.load())
+                    gaveUp = true;
+            });
+        scheduler.Stop();
+        stopped = true;
+        watchdog.join();
+        submitter.join();
+        REQUIRE_FALSE(gaveUp.load());           // the refusal ended the submitter, not the watchdog
+        REQUIRE(ran.load() == accepted.load()); // and everything admitted ran
+    }
 }
 
 TEST_CASE("Stop from the scheduler's own task or pump is refused: it would wait for itself")

@@ -168,8 +168,9 @@ private:
 // forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
 // Start once Stop began throws std::logic_error. Submit and MoveCurrentTaskTo are accepted, and
 // what they hand over runs, until Stop's last look: the moment it has seen its last task finish
-// with nothing in the shared queue (work a worker queued for itself may still be there; it runs
-// before the worker stops). From then on, called from anywhere but the scheduler's own workers
+// and the shared queue either empty or past the backlog it held when Stop began (as many items
+// taken from it since; work a worker queued for itself may still be there, and runs before the
+// worker stops). From then on, called from anywhere but the scheduler's own workers
 // or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit refused: the scheduler
 // is stopping or stopped (Stop or ~Scheduler)") and hand nothing over; a coroutine parked on
 // the scheduler and resumed then terminates the process (its resumer cannot throw). A call that
@@ -177,10 +178,11 @@ private:
 // scheduler's own tasks is never refused. A stopped scheduler keeps refusing until it is
 // destroyed, so the refusal can end a submitting thread: Stop(), join that thread, then destroy
 // the scheduler. Calls made while the destructor runs are answered only until it starts to free
-// the scheduler (once Stop has returned inside it): a call after that is undefined. The first
-// look waits for the shared queue to run empty: a thread that keeps submitting faster than the
-// scheduler runs its work keeps Stop waiting. A taskLeave or taskEnter hook that a
-// MoveCurrentTaskTo runs must not wait for the thread stopping the target.
+// the scheduler (once Stop has returned inside it): a call after that is undefined. A thread that
+// keeps submitting faster than the scheduler runs its work delays the last look by that backlog
+// only; what it submitted meanwhile runs before Stop returns, and its next call is refused.
+// A taskLeave or taskEnter hook that a MoveCurrentTaskTo runs must not wait for the thread
+// stopping the target.
 // A scheduler without workers is best stopped and destroyed on its host thread: on another, its
 // host thread must not pump it, resume its tasks, submit to it or release its JoinHandles while
 // the destructor runs (between pumps the host queues on the host worker without atomics, and the
