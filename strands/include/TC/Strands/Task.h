@@ -5,7 +5,6 @@
 
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
-#include <TC/Strands/detail/UniqueCoroHandle.h>
 
 #include <coroutine>
 #include <exception>
@@ -21,9 +20,45 @@ class Task;
 
 namespace detail
 {
+class TaskPromiseBase;
+
+// The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the chain of
+// Task frames beneath, deepest first, in constant native stack: see Reset().
+class TaskFrame
+{
+public:
+    TaskFrame() noexcept = default;
+    explicit TaskFrame(TaskPromiseBase& promise) noexcept : promise_(&promise) {}
+    TaskFrame(TaskFrame&& other) noexcept : promise_(std::exchange(other.promise_, nullptr)) {}
+    TaskFrame& operator=(TaskFrame&& other) noexcept
+    {
+        if (this != &other)
+        {
+            Reset();
+            promise_ = std::exchange(other.promise_, nullptr);
+        }
+        return *this;
+    }
+    TaskFrame(const TaskFrame&) = delete;
+    TaskFrame& operator=(const TaskFrame&) = delete;
+    ~TaskFrame() { Reset(); }
+
+    // Destroys the frame and every Task frame it is suspended awaiting, directly or through
+    // Task awaits beneath: the deepest first, each completely (locals, awaiters, promise) before
+    // the frame awaiting it, as a recursive teardown would order them, but in a loop. A frame
+    // suspended on anything else (WhenAll, WhenAny) frees what that owns as it is destroyed.
+    void Reset() noexcept;
+    TaskPromiseBase* Release() noexcept { return std::exchange(promise_, nullptr); }
+    TaskPromiseBase* Get() const noexcept { return promise_; }
+    explicit operator bool() const noexcept { return promise_ != nullptr; }
+
+private:
+    TaskPromiseBase* promise_ = nullptr;
+};
+
 // What every Task promise carries: the awaiter to transfer to at the end, the flow's stop token
-// (inherited from the awaiting coroutine), the root of the chain when nobody owns it, and what
-// escaped the body.
+// (inherited from the awaiting coroutine), the root of the chain when nobody owns it, what
+// escaped the body, and the links of a Task-awaits-Task chain that TaskFrame::Reset walks.
 class TaskPromiseBase
 {
 public:
@@ -67,7 +102,25 @@ public:
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
+    // This frame, as its handle; set once by get_return_object.
+    std::coroutine_handle<> Frame() const noexcept { return self_; }
+
+    // A Task awaiting this one, whose awaiter's `slot` owns this frame, suspends on it: from
+    // here until ResumedAwaiting(), a teardown of the awaiting frame frees this one first.
+    void SuspendedAwaiting(TaskPromiseBase& awaiting, TaskFrame& slot) noexcept
+    {
+        awaiting.awaited_ = &slot;
+        awaitingTask_ = &awaiting;
+    }
+    void ResumedAwaiting() const noexcept
+    {
+        if (awaitingTask_)
+            awaitingTask_->awaited_ = nullptr;
+    }
+
 protected:
+    void SetFrame(std::coroutine_handle<> self) noexcept { self_ = self; }
+
     void RethrowIfFailed() const
     {
         if (exception_)
@@ -75,11 +128,45 @@ protected:
     }
 
 private:
+    friend class TaskFrame;
+
     std::coroutine_handle<> continuation_;
     StopToken token_;
     std::coroutine_handle<> unownedRoot_;
     std::exception_ptr exception_;
+    std::coroutine_handle<> self_;
+    // The awaiter's slot owning the Task frame this one is suspended awaiting, or null.
+    TaskFrame* awaited_ = nullptr;
+    // The Task promise awaiting this one (set with its awaited_), or null.
+    TaskPromiseBase* awaitingTask_ = nullptr;
 };
+
+inline void TaskFrame::Reset() noexcept
+{
+    TaskPromiseBase* const top = std::exchange(promise_, nullptr);
+    if (!top)
+        return;
+    // Down to the deepest frame awaited, taking each from the awaiter slot that owns it, so the
+    // awaiting frame's later destruction finds that slot empty.
+    TaskPromiseBase* deepest = top;
+    while (TaskFrame* slot = std::exchange(deepest->awaited_, nullptr))
+    {
+        TaskPromiseBase* const child = slot->Release();
+        if (!child)
+            break;
+        deepest = child;
+    }
+    // Up again through awaitingTask_, deepest first; `top` is the last, whatever awaits it.
+    for (TaskPromiseBase* frame = deepest;;)
+    {
+        TaskPromiseBase* const above = frame->awaitingTask_;
+        const bool last = frame == top;
+        frame->self_.destroy();
+        if (last)
+            return;
+        frame = above;
+    }
+}
 
 template <class T>
 class TaskPromise final : public TaskPromiseBase
@@ -128,8 +215,10 @@ public:
 // promise inherits the awaiting coroutine's stop token and unowned root.
 //
 // Lifetime: the frame lives as long as the Task (or the awaiter it moved into) that owns it.
-// Destroying a task that is suspended somewhere destroys its whole chain, recursively, and is
-// only safe when nothing else will resume it (a ParkedWork's abandon path exists for that).
+// Destroying a task that is suspended somewhere destroys its whole chain and is only safe when
+// nothing else will resume it (a ParkedWork's abandon path exists for that). The Task frames it
+// awaits are freed deepest first, each completely before the one awaiting it, in constant native
+// stack however deep the chain; WhenAll/WhenAny free their children as they are destroyed.
 template <class T>
 class [[nodiscard("a Task does nothing until it is awaited")]] Task
 {
@@ -139,40 +228,47 @@ public:
     using Handle = std::coroutine_handle<promise_type>;
 
     Task() noexcept = default;
-    explicit Task(Handle handle) noexcept : frame_(handle) {}
+    explicit Task(Handle handle) noexcept
+    {
+        if (handle)
+            frame_ = detail::TaskFrame(handle.promise());
+    }
     Task(Task&&) noexcept = default;
     Task& operator=(Task&&) noexcept = default;
 
     class Awaiter
     {
     public:
-        explicit Awaiter(detail::UniqueCoroHandle<promise_type> frame) noexcept
-            : frame_(std::move(frame))
-        {
-        }
+        explicit Awaiter(detail::TaskFrame frame) noexcept : frame_(std::move(frame)) {}
 
         // An empty task (default-constructed, moved from, released) is ready; await_resume then
         // refuses it with std::logic_error.
-        bool await_ready() const noexcept { return !frame_ || frame_.Get().done(); }
+        bool await_ready() const noexcept { return !frame_ || frame_.Get()->Frame().done(); }
 
         template <class AwaitingPromise>
         Handle await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
         {
-            promise_type& promise = frame_.GetPromise();
+            promise_type& promise = PromiseOf(frame_);
             promise.SetContinuation(awaiting);
             promise.InheritFrom(awaiting.promise());
-            return frame_.Get(); // start the child by symmetric transfer
+            // A Task awaiting a Task: linked for TaskFrame::Reset. Any other awaiting coroutine
+            // (a combinator's runner, a DetachedTask) frees this frame by destroying this awaiter.
+            if constexpr (std::is_base_of_v<detail::TaskPromiseBase, AwaitingPromise>)
+                promise.SuspendedAwaiting(awaiting.promise(), frame_);
+            return Handle::from_promise(promise); // start the child by symmetric transfer
         }
 
         T await_resume()
         {
             if (!frame_)
                 detail::ThrowEmptyTask("TC::Task: awaited a task that owns no frame");
-            return frame_.GetPromise().TakeResult();
+            promise_type& promise = PromiseOf(frame_);
+            promise.ResumedAwaiting();
+            return promise.TakeResult();
         }
 
     private:
-        detail::UniqueCoroHandle<promise_type> frame_;
+        detail::TaskFrame frame_;
     };
 
     // The awaiter owns the frame from here on: the Task is empty afterwards.
@@ -180,7 +276,10 @@ public:
 
     // True when the frame has finished -- and also for a task that owns no frame (default
     // constructed, moved from, released), which is why Result() checks both.
-    bool Done() const noexcept { return !frame_ || frame_.Get().done(); }
+    bool Done() const noexcept
+    {
+        return !frame_ || frame_.Get()->Frame().done();
+    }
     bool OwnsFrame() const noexcept { return static_cast<bool>(frame_); }
 
     // The value (moved out; call once), or what escaped the body, rethrown. Requires an owned
@@ -190,26 +289,39 @@ public:
     {
         if (!frame_)
             detail::ThrowEmptyTask("TC::Task::Result: the task owns no frame");
-        if (!frame_.Get().done())
+        if (!frame_.Get()->Frame().done())
             detail::ThrowEmptyTask("TC::Task::Result: the task has not finished");
-        return frame_.GetPromise().TakeResult();
+        return PromiseOf(frame_).TakeResult();
     }
 
     // For an owner that drives a root task itself: resume it once to start it.
-    Handle GetHandle() const noexcept { return frame_.Get(); }
-    // Hands the frame to the caller, who must destroy it; the task is empty afterwards.
-    Handle Release() noexcept { return frame_.Release(); }
+    Handle GetHandle() const noexcept
+    {
+        return frame_ ? Handle::from_promise(PromiseOf(frame_)) : Handle();
+    }
+    // Hands the frame to the caller, who must destroy it; the task is empty afterwards. Its
+    // handle's destroy() frees the Task frames it awaits as Task's destruction does.
+    Handle Release() noexcept
+    {
+        detail::TaskPromiseBase* const promise = frame_.Release();
+        return promise ? Handle::from_promise(static_cast<promise_type&>(*promise)) : Handle();
+    }
 
     // Gives a root task the token its flow observes; before it starts. A task that is awaited
     // takes its awaiter's token instead.
     void SetStopToken(StopToken token) noexcept
     {
         if (frame_)
-            frame_.GetPromise().SetToken(std::move(token));
+            frame_.Get()->SetToken(std::move(token));
     }
 
 private:
-    detail::UniqueCoroHandle<promise_type> frame_;
+    static promise_type& PromiseOf(const detail::TaskFrame& frame) noexcept
+    {
+        return static_cast<promise_type&>(*frame.Get());
+    }
+
+    detail::TaskFrame frame_;
 };
 
 namespace detail
@@ -217,12 +329,16 @@ namespace detail
 template <class T>
 TC::Task<T> TaskPromise<T>::get_return_object() noexcept
 {
-    return ::TC::Task<T>(std::coroutine_handle<TaskPromise<T>>::from_promise(*this));
+    const auto self = std::coroutine_handle<TaskPromise<T>>::from_promise(*this);
+    SetFrame(self);
+    return ::TC::Task<T>(self);
 }
 
 inline ::TC::Task<void> TaskPromise<void>::get_return_object() noexcept
 {
-    return ::TC::Task<void>(std::coroutine_handle<TaskPromise<void>>::from_promise(*this));
+    const auto self = std::coroutine_handle<TaskPromise<void>>::from_promise(*this);
+    SetFrame(self);
+    return ::TC::Task<void>(self);
 }
 } // namespace detail
 } // namespace TC

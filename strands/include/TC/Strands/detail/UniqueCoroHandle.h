@@ -1,6 +1,6 @@
 #pragma once
-// detail::UniqueCoroHandle<Promise>: the move-only owner of a coroutine frame, shared by Task and
-// the combinators' child runners.
+// detail::UniqueCoroHandle<Promise>: the move-only owner of a coroutine frame (the combinators'
+// child runners; a Task frame has detail::TaskFrame, which frees a deep chain without recursing).
 
 #include <coroutine>
 #include <utility>

@@ -1,0 +1,199 @@
+// Freeing a deep Task chain: constant native stack whatever the depth, every frame freed once, and
+// the deepest frame destroyed completely before anything of the frame awaiting it.
+
+#include "TestSupport.h"
+
+#include <catch2/catch.hpp>
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+using namespace TC;
+using TCTest::FrameSentinel;
+using TCTest::ManualExecutor;
+
+namespace
+{
+// The depth of the chains freed here, and the stack they are freed on: a recursive teardown
+// needs several native frames per level, far more than this stack holds at this depth.
+constexpr int kDeep = 100000;
+constexpr std::size_t kSmallStack = 512 * 1024;
+
+// Runs `work` on a thread of its own whose stack is `bytes` long, and waits for it.
+void RunOnStackOf(std::size_t bytes, const std::function<void()>& work)
+{
+    pthread_attr_t attr;
+    REQUIRE(pthread_attr_init(&attr) == 0);
+    REQUIRE(pthread_attr_setstacksize(&attr, bytes) == 0);
+    pthread_t thread;
+    auto run = [](void* arg) -> void*
+    {
+        (*static_cast<const std::function<void()>*>(arg))();
+        return nullptr;
+    };
+    const int created =
+        pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&work));
+    pthread_attr_destroy(&attr);
+    REQUIRE(created == 0);
+    REQUIRE(pthread_join(thread, nullptr) == 0);
+}
+
+// Appends its label to the log when it is destroyed: the order frames' locals die in.
+struct Recorded
+{
+    std::vector<int>* log;
+    int label;
+    Recorded(std::vector<int>* l, int lbl) : log(l), label(lbl) {}
+    Recorded(const Recorded&) = delete;
+    Recorded& operator=(const Recorded&) = delete;
+    ~Recorded() { log->push_back(label); }
+};
+
+// One level of a chain that parks on `lot` before it awaits the level below, so a loop running
+// `lot` one item at a time starts one level per step: building the chain does not recurse even
+// where symmetric transfer is no tail call. The last level stays parked on `lot`.
+Task<void> Level(ManualExecutor* lot, int depth, int base, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, base + depth);
+    co_await ResumeOn{*lot};
+    if (depth == 0)
+        co_await ResumeOn{*lot};
+    else
+        co_await Level(lot, depth - 1, base, log);
+}
+
+// Two deep chains joined by WhenAll, beneath a few levels of Task.
+Task<void> JoinTwo(ManualExecutor* lot, int depth, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, -1);
+    co_await WhenAll(Level(lot, depth, 1000000, log), Level(lot, depth, 2000000, log));
+}
+
+Task<void> AboveJoin(ManualExecutor* lot, int above, int depth, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, -2 - above);
+    if (above == 0)
+        co_await JoinTwo(lot, depth, log);
+    else
+        co_await AboveJoin(lot, above - 1, depth, log);
+}
+
+DetachedTask DetachedLevels(ManualExecutor* lot, int depth, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, -1);
+    co_await Level(lot, depth, 0, log);
+}
+
+// Runs `lot` one item at a time, `steps` times: one step per level of a Level chain.
+void RunSteps(ManualExecutor& lot, int steps)
+{
+    int ran = 0;
+    while (ran < steps && lot.RunOne())
+        ++ran;
+    REQUIRE(ran == steps);
+}
+
+// The labels base, base+1, ..., base+depth in that order: deepest level first.
+std::vector<int> Ascending(int base, int depth)
+{
+    std::vector<int> labels;
+    labels.reserve(static_cast<std::size_t>(depth) + 1);
+    for (int d = 0; d <= depth; ++d)
+        labels.push_back(base + d);
+    return labels;
+}
+} // namespace
+
+TEST_CASE("Freeing a deep owned Task chain takes constant stack, deepest frame first",
+          "[strands][task]")
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    ManualExecutor lot;
+    std::vector<int> log;
+    log.reserve(kDeep + 1);
+    Task<void> root = Level(&lot, kDeep, 0, &log);
+    root.GetHandle().resume();
+    RunSteps(lot, kDeep + 1);
+    REQUIRE(lot.Pending() == 1);
+    REQUIRE(FrameSentinel::live.load() == kDeep + 1);
+
+    RunOnStackOf(kSmallStack, [&] { root = Task<void>(); });
+    CHECK(FrameSentinel::live.load() == 0);
+    CHECK(log == Ascending(0, kDeep)); // each level once, the leaf first, the root last
+    (void)lot.TakeOne();               // the leaf's park, into a frame that is gone
+}
+
+TEST_CASE("Freeing a Task chain through WhenAll frees both children's deep chains first",
+          "[strands][task]")
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    constexpr int kAbove = 3;
+    const int depth = kDeep / 2;
+    ManualExecutor lot;
+    std::vector<int> log;
+    log.reserve(static_cast<std::size_t>(kDeep) + 10);
+    Task<void> root = AboveJoin(&lot, kAbove, depth, &log);
+    root.GetHandle().resume();
+    RunSteps(lot, 2 * (depth + 1));
+    REQUIRE(lot.Pending() == 2);
+    const int frames = (kAbove + 1) + 1 + 2 * (depth + 1);
+    REQUIRE(FrameSentinel::live.load() == frames);
+
+    RunOnStackOf(kSmallStack, [&] { root = Task<void>(); });
+    CHECK(FrameSentinel::live.load() == 0);
+    REQUIRE(log.size() == static_cast<std::size_t>(frames));
+    // Each child chain leaf first and in one run, both before the frame that joins them, and
+    // that frame before the levels above it, innermost first.
+    std::vector<int> first(log.begin(), log.begin() + depth + 1);
+    std::vector<int> second(log.begin() + depth + 1, log.begin() + 2 * (depth + 1));
+    if (first.front() != 1000000)
+        std::swap(first, second);
+    CHECK(first == Ascending(1000000, depth));
+    CHECK(second == Ascending(2000000, depth));
+    const std::vector<int> above(log.begin() + 2 * (depth + 1), log.end());
+    CHECK(above == std::vector<int>{-1, -2, -3, -4, -5});
+    (void)lot.TakeOne();
+    (void)lot.TakeOne();
+}
+
+TEST_CASE("An executor abandoning a deep unowned chain frees it in constant stack",
+          "[strands][task]")
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    ManualExecutor lot;
+    std::vector<int> log;
+    log.reserve(kDeep + 2);
+    DetachedLevels(&lot, kDeep, &log);
+    RunSteps(lot, kDeep + 1);
+    REQUIRE(lot.Pending() == 1);
+    REQUIRE(FrameSentinel::live.load() == kDeep + 2);
+
+    RunOnStackOf(kSmallStack, [&] { lot.DropAll(); }); // abandon: frees from the detached root
+    CHECK(FrameSentinel::live.load() == 0);
+    std::vector<int> expected = Ascending(0, kDeep);
+    expected.push_back(-1);
+    CHECK(log == expected);
+}
+
+TEST_CASE("A Task released from its owner and destroyed by hand frees its chain beneath",
+          "[strands][task]")
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    ManualExecutor lot;
+    std::vector<int> log;
+    Task<void> root = Level(&lot, 5, 0, &log);
+    root.GetHandle().resume();
+    RunSteps(lot, 6);
+    REQUIRE(FrameSentinel::live.load() == 6);
+    root.Release().destroy();
+    CHECK(FrameSentinel::live.load() == 0);
+    CHECK(log == Ascending(0, 5));
+    (void)lot.TakeOne();
+}
