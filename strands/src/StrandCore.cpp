@@ -85,7 +85,8 @@ struct RefusedHandOffGuard
 
 // A pump that died of a task's exception is left suspended at its final point by it, and must
 // not be freed until the resume() that threw has returned; only the thread it threw on knows
-// when, so the next death on that thread (or the thread's exit) frees it.
+// when, so the next death on that thread (or the thread's exit) frees it. It has let go of its
+// strand by then (unhandled_exception): only the frame's memory waits here.
 class DeadPumpReaper
 {
 public:
@@ -116,6 +117,7 @@ public:
         promise_type() = default;
         promise_type(const promise_type&) = delete;
         promise_type& operator=(const promise_type&) = delete;
+        // Before `keep` is released: the strand outlives the call.
         ~promise_type()
         {
             if (core)
@@ -131,13 +133,19 @@ public:
         void return_void() const noexcept {}
         void unhandled_exception()
         {
-            // A task threw: a replacement pump already took over the queue (OnTaskThrew). The
-            // exception propagates to whoever resumed this pump.
+            // A task threw: a replacement pump already took over the queue (OnTaskThrew), and
+            // the strand no longer names this frame. The frame lets go of the strand here, so a
+            // kept keyed strand is free for reuse at once, not when the reaper frees the frame;
+            // this may be the strand's last reference. The exception propagates to whoever
+            // resumed this pump.
+            core = nullptr;
+            const std::shared_ptr<StrandCore> last = std::move(keep);
             DeadPumpReaper::Adopt(Self());
             throw;
         }
 
         StrandCore* core = nullptr;
+        std::shared_ptr<StrandCore> keep; // the frame's reference (PumpReferences)
     };
 
     std::coroutine_handle<promise_type> handle;
@@ -164,10 +172,9 @@ struct EndTurnAwaiter
     bool await_resume() const noexcept { return keepRunning; }
 };
 
-// One pump per strand. Its parameter is the reference its frame holds (PumpReferences).
-PumpCoroutine RunPump(std::shared_ptr<StrandCore> keep)
+// One pump per strand. Its promise holds the frame's reference to the strand (PumpReferences).
+PumpCoroutine RunPump(StrandCore* const core)
 {
-    StrandCore* const core = keep.get();
     for (;;)
     {
         if (!core->BeginTurn())
@@ -326,8 +333,10 @@ void StrandCore::HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept
 
 std::coroutine_handle<> StrandCore::MakePumpLocked()
 {
-    PumpCoroutine pump = RunPump(shared_from_this());
+    std::shared_ptr<StrandCore> keep = shared_from_this();
+    PumpCoroutine pump = RunPump(this);
     pump.handle.promise().core = this;
+    pump.handle.promise().keep = std::move(keep);
     return pump.handle;
 }
 
@@ -695,7 +704,7 @@ void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
         DroppingGuard dropping(this);
         DropAll(std::move(entries), count);
     }
-    OnStranded(); // the frame's own reference is still held: its parameter outlives the promise
+    OnStranded(); // the frame's own reference is still held: the promise's `keep` outlives this
 }
 } // namespace TC::detail
 

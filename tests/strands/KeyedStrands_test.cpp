@@ -368,6 +368,30 @@ TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, 
     CHECK(strands.ActiveKeys() == 0);
 }
 
+TEST_CASE("A kept strand whose pump died of a task's exception is reused for a new key at once",
+          "[strands][keyed]")
+{
+    // Until 2026-12-05 the dead pump's frame held a reference to its strand until the next task
+    // death on the same thread (or the thread's exit), so the kept strand looked referenced and a
+    // new key was given a new strand instead.
+    ManualExecutor base;
+    KeyedStrands<int> strands(base);
+    int ran = 0;
+    strands.Post(1, [] { throw std::runtime_error("task failed"); });
+    CHECK_THROWS_WITH(base.RunOne(), "task failed");
+    base.RunAll(); // the replacement pump's dry turn retires the strand
+    CHECK(strands.ActiveKeys() == 0);
+    CHECK(strands.KeptStrands() == 1);
+    CHECK(strands.StrandsMade() == 1);
+
+    strands.Post(2, [&ran] { ++ran; });
+    CHECK(strands.StrandsMade() == 1); // the kept strand, not a new one
+    CHECK(strands.KeptStrands() == 0);
+    base.RunAll();
+    CHECK(ran == 1);
+    CHECK(strands.KeptStrands() == 1);
+}
+
 TEST_CASE("KeyedStrands over a closed strand: a post throws and leaves no key active",
           "[strands][keyed]")
 {

@@ -122,7 +122,8 @@ public:
     TurnEnd EndTurn(std::coroutine_handle<> pump, bool batchSpent);
     void PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept;
 
-    // References a strand's pump frame holds: the parameter of its coroutine.
+    // References a strand's pump frame holds: its promise's, released when a task's exception
+    // kills the pump (the dead frame itself is freed later, on the thread it died on).
     static constexpr long PumpReferences = 1;
     bool HasPumpLocked() const noexcept { return static_cast<bool>(pump_); }
     bool QueueEmptyLocked() const noexcept { return count_ == 0; }
