@@ -1,7 +1,8 @@
-// SyncBench: the synchronization layer's benchmarks -- uncontended event Set+Wait, ping-pong
-// through each event kind, a contended Mutex against std::mutex and Boost.Fiber's mutex, and
-// Channel throughput against moodycamel's BlockingConcurrentQueue. No main: tc_bench links every
-// tests/bench/*Bench.cpp with benchmark_main.
+// SyncBench: the synchronization layer's benchmarks -- uncontended event Set+Wait, uncontended
+// Latch, Semaphore and Mailbox round trips, ping-pong through each event kind, a contended Mutex
+// against std::mutex and Boost.Fiber's mutex, and Channel throughput against moodycamel's
+// BlockingConcurrentQueue. No main: tc_bench links every tests/bench/*Bench.cpp with
+// benchmark_main.
 
 #include "Scaling.h"
 
@@ -47,6 +48,43 @@ BENCHMARK_TEMPLATE(BM_EventSetWait, AutoResetEvent_s);
 BENCHMARK_TEMPLATE(BM_EventSetWait, ManualResetEvent_s);
 BENCHMARK_TEMPLATE(BM_EventSetWait, AutoResetEvent);
 BENCHMARK_TEMPLATE(BM_EventSetWait, ManualResetEvent);
+
+// ---- uncontended opening operation and wait: one BusyCount scope and one drain each ----
+
+void BM_LatchCountDownWait(benchmark::State& state)
+{
+    for (auto _ : state)
+    {
+        Latch latch(1);
+        latch.CountDown();
+        latch.Wait();
+    }
+}
+BENCHMARK(BM_LatchCountDownWait);
+
+void BM_SemaphoreReleaseAcquire(benchmark::State& state)
+{
+    Semaphore semaphore;
+    for (auto _ : state)
+    {
+        semaphore.Release();
+        semaphore.Acquire();
+    }
+}
+BENCHMARK(BM_SemaphoreReleaseAcquire);
+
+void BM_MailboxPutTake(benchmark::State& state)
+{
+    Mailbox<int> mailbox;
+    int sum = 0;
+    for (auto _ : state)
+    {
+        mailbox.Put(1);
+        sum += mailbox.Take();
+    }
+    benchmark::DoNotOptimize(sum);
+}
+BENCHMARK(BM_MailboxPutTake);
 
 // ---- ping-pong: two tasks alternate through a pair of events ----
 // range(0) == 1: both tasks on one worker (same thread); 2: two workers (cross thread).
