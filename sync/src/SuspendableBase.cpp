@@ -1,9 +1,12 @@
 // SuspendableBase: who counts as the creator of a Multiple object, and each thread's list of open
-// BusyCount scopes.
+// BusyCount scopes, and the slow part of a BusyCount drain.
 
 #include <TC/Synchronization/SuspendableBase.h>
 
 #include <TC/Scheduler.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+
+#include <thread>
 
 namespace TC::Synchronization::detail
 {
@@ -45,11 +48,47 @@ void PopBusyFrame(BusyFrame& frame) noexcept
     OpenFrames() = frame.outer;
 }
 
-std::uint32_t BusyFramesOnThisThread(const BusyCount& busy) noexcept
+OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept
 {
-    std::uint32_t count = 0;
+    OwnScopes own;
     for (const BusyFrame* frame = OpenFrames(); frame; frame = frame->outer)
-        count += frame->busy == &busy ? 1 : 0;
-    return count;
+        if (frame->busy == &busy)
+            ++own.half[frame->unit == BusyCount::Unit(0) ? 0 : 1];
+    return own;
+}
+
+void BusyCount::DrainFrom(const std::uint64_t look) const noexcept
+{
+    const OwnScopes own = BusyFramesOnThisThread(*this);
+    std::uint64_t word = look;
+    bool clear[2] = {false, false};
+    for (unsigned spins = 0;; ++spins)
+    {
+        for (unsigned half = 0; half < 2; ++half)
+            clear[half] = clear[half] || Count(word, half) <= own.half[half] ||
+                          Flips(word, half) != Flips(look, half);
+        if (clear[0] && clear[1])
+            return;
+        const unsigned current = CurrentHalf(word);
+        const unsigned other = current ^ 1u;
+        if (!clear[current] && Count(word, other) <= own.half[other])
+        {
+            // The flip's CAS reads the word it changes, so "the other half holds only our
+            // scopes" and "it is empty" hold at the flip itself. acquire on both outcomes: the
+            // word it returns is read as the loads below are.
+            std::uint64_t next = word ^ kEpochBits;
+            if (Count(word, other) == 0)
+                next = BumpFlips(next, other);
+            if (word_.compare_exchange_weak(word, next, std::memory_order_acquire))
+                word = next;
+            continue;
+        }
+        if (spins > 64)
+            std::this_thread::yield();
+        else
+            CpuRelax();
+        // acquire: pairs with the scopes' release decrement.
+        word = word_.load(std::memory_order_acquire);
+    }
 }
 } // namespace TC::Synchronization::detail
