@@ -51,6 +51,9 @@ runs=(
     "scheduler_close.pml||pass"
     "scheduler_close.pml|-DBROKEN_FLAG|fail"
     "scheduler_close.pml|-DBROKEN_NOWAIT|fail"
+    "busycount.pml||pass"
+    "busycount.pml|-DBROKEN_DIRTY|fail"
+    "busycount.pml|-DBROKEN_ONEHALF|fail"
 )
 
 status=0
