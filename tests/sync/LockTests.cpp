@@ -7,6 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -107,6 +111,74 @@ TEST_CASE("Semaphore: an Acquire returns only after the Release that gave its pe
     releaser.join();
     CHECK_FALSE(acquiredWhileInside);
     CHECK(sem.Available() == 0);
+}
+
+namespace
+{
+Fire TakeOnePermit(Semaphore& sem, std::atomic<int>& done)
+{
+    co_await sem.AcquireAsync();
+    done.fetch_add(1);
+}
+} // namespace
+
+TEST_CASE("Semaphore: two Releases at once, each resuming an inline coroutine, do not wait for "
+          "each other",
+          "[semaphore]")
+{
+    // Two coroutines with no executor wait; two threads release at the same moment, so each
+    // resumes one inline, inside its Release. Each coroutine's drain used to wait for the other
+    // thread's Release, which could not end until that thread's coroutine returned: a deadlock.
+    // A hang cannot be undone, so the watchdog ends the process with a message.
+    std::atomic<std::int64_t> round{0};
+    std::atomic<bool> finished{false};
+    std::thread watchdog(
+        [&]
+        {
+            std::int64_t last = -1;
+            while (!finished.load())
+            {
+                for (int i = 0; i < 100 && !finished.load(); ++i)
+                    std::this_thread::sleep_for(50ms);
+                const std::int64_t now = round.load();
+                if (!finished.load() && now == last)
+                {
+                    std::fprintf(stderr,
+                                 "two Releases resuming inline coroutines deadlocked "
+                                 "(round %lld)\n",
+                                 static_cast<long long>(now));
+                    std::_Exit(3);
+                }
+                last = now;
+            }
+        });
+    const std::int64_t rounds = 5000; // not scaled: the deadlock needs both threads in the window
+    bool allDone = true;
+    for (std::int64_t r = 0; r < rounds; ++r)
+    {
+        Semaphore sem(0);
+        std::atomic<int> done{0};
+        TakeOnePermit(sem, done);
+        TakeOnePermit(sem, done);
+        std::atomic<int> ready{0};
+        auto release = [&]
+        {
+            ready.fetch_add(1);
+            while (ready.load() < 2)
+            {
+            }
+            sem.Release();
+        };
+        std::thread a(release);
+        std::thread b(release);
+        a.join();
+        b.join();
+        allDone = allDone && done.load() == 2;
+        round = r + 1;
+    }
+    finished = true;
+    watchdog.join();
+    CHECK(allDone);
 }
 
 TEST_CASE("Mutex excludes waiters of every kind", "[mutex]")

@@ -49,7 +49,7 @@ public:
 private:
     friend class Waitable<SuspensionKind::Multiple, Latch>;
     void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
-    void AfterWait() const noexcept { busy_.Drain(); }
+    void AfterWait() const noexcept { busy_.DrainBeforeDestroy(); }
 
     std::atomic<std::size_t> count_;
     detail::BusyCount busy_;

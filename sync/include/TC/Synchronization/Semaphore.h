@@ -31,7 +31,7 @@ public:
     {
         if (!core_.TryAcquire())
             return false;
-        busy_.Drain();
+        busy_.DrainBeforeDestroy();
         return true;
     }
 
@@ -40,7 +40,7 @@ public:
     {
         if (!core_.TryAcquire())
             core_.Acquire();
-        busy_.Drain();
+        busy_.DrainBeforeDestroy();
     }
 
     // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
@@ -49,7 +49,7 @@ public:
     {
         const bool acquired =
             core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
-        busy_.Drain();
+        busy_.DrainBeforeDestroy();
         return acquired;
     }
 
@@ -81,7 +81,7 @@ public:
         }
         void await_resume() const noexcept
         {
-            owner_.busy_.Drain();
+            owner_.busy_.DrainBeforeDestroy();
         }
 
     private:
@@ -109,7 +109,7 @@ public:
         bool await_resume() noexcept
         {
             const bool acquired = inner_.await_resume() == detail::AcquireResult::Acquired;
-            owner_.busy_.Drain();
+            owner_.busy_.DrainBeforeDestroy();
             return acquired;
         }
 

@@ -60,7 +60,10 @@ public:
 private:
     friend class Waitable<SuspensionKind::Multiple, WaitGroup>;
     void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
-    void AfterWait() const noexcept { busy_.Drain(); }
+    void AfterWait() const noexcept
+    {
+        busy_.DrainBeforeDestroy();
+    }
 
     std::atomic<std::int64_t> count_;
     detail::BusyCount busy_;

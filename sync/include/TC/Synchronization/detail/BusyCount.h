@@ -98,7 +98,20 @@ public:
         // after it.
         const std::uint64_t word = word_.load(std::memory_order_acquire);
         if ((word & kCountsMask) != 0)
-            DrainFrom(word);
+            DrainFrom(word, false);
+    }
+
+    // Drain for an object whose drain only guards its destruction (Latch, WaitGroup,
+    // Semaphore): on a thread with a scope of this object open on its stack it returns at once.
+    // Such a caller is a coroutine resumed inline inside an operation that touches the object
+    // again when it returns, so the caller must leave the object alive anyway; waiting would let
+    // two threads that each resume such a coroutine wait for each other's scope for ever.
+    void DrainBeforeDestroy() const noexcept
+    {
+        // acquire: as in Drain.
+        const std::uint64_t word = word_.load(std::memory_order_acquire);
+        if ((word & kCountsMask) != 0)
+            DrainFrom(word, true);
     }
 
 private:
@@ -138,8 +151,9 @@ private:
         return (word & ~(kFlipsMask << shift)) | (((Flips(word, half) + 1) & kFlipsMask) << shift);
     }
 
-    // Drain past the first look, which found scopes open (SuspendableBase.cpp).
-    void DrainFrom(std::uint64_t look) const noexcept;
+    // Drain past the first look, which found scopes open (SuspendableBase.cpp); returns at once
+    // if `unlessInside` and the calling thread has a scope of this object open.
+    void DrainFrom(std::uint64_t look, bool unlessInside) const noexcept;
 
     friend OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 
