@@ -10,15 +10,44 @@
 #include "ThreadState.h"
 #include "Timers.h"
 
+#include <TC/Checked.h>
 #include <TC/Suspend.h>
 #include <TC/detail/SpinLock.h>
+
+#include <exception>
+#include <string>
 
 namespace TC::detail
 {
 namespace
 {
 constexpr unsigned kThreadSpinIterations = 200;
+
+// Work a hosted scheduler runs inside the wait (a coroutine whose resume throws, a hook) threw.
+// The wait cannot end by it: its entry is published and its deadline armed, so unwinding would
+// leave the primitive and the timer thread holding a dead stack; nor can it swallow it. Called
+// inside the catch block, so the message names what was thrown.
+[[noreturn]] void ReportWorkThrewInWait() noexcept
+{
+    std::string detail = "work of a scheduler this thread hosts, pumped while the thread waited, "
+                         "threw out of the pump: ";
+    try
+    {
+        throw;
+    }
+    catch (const std::exception& error)
+    {
+        detail += error.what();
+    }
+    catch (...)
+    {
+        detail += "(not a std::exception)";
+    }
+    detail += "; a converted-thread wait cannot end by an exception once its handle is published, "
+              "so work a host runs must not throw out of its resume (catch it in the coroutine)";
+    ReportRuleViolation("work threw inside a wait", detail.c_str());
 }
+} // namespace
 
 bool ThreadWait(ISuspendCallback* callback, Duration timeout)
 {
@@ -65,7 +94,16 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
         // Nested wait: run the hosted schedulers' work while waiting.
         bool ran = false;
         for (std::size_t i = 0; i < hostCount; ++i)
-            ran |= hosts[i]->PumpForWait(thread);
+        {
+            try
+            {
+                ran |= hosts[i]->PumpForWait(thread);
+            }
+            catch (...)
+            {
+                ReportWorkThrewInWait();
+            }
+        }
         if (ran)
             continue;
         if (++spins < kThreadSpinIterations)

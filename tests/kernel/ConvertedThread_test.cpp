@@ -1,7 +1,9 @@
 // Converted threads: any OS thread waits through the same protocol as a task, on the same
 // callback objects, explicitly converted or on its first wait.
 
+#include "DeathTest.h"
 #include "Detached.h"
+#include "TestGate.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -9,7 +11,10 @@
 #include <TC/Core.h>
 
 #include <atomic>
+#include <chrono>
 #include <coroutine>
+#include <cstdio>
+#include <stdexcept>
 #include <thread>
 
 using namespace TC;
@@ -130,4 +135,66 @@ TEST_CASE("Many threads ping-pong with tasks through mailboxes")
     for (auto& server : servers)
         server.Join();
     REQUIRE(total == pairs * (static_cast<long>(rounds) * (rounds + 1) / 2 + rounds));
+}
+
+namespace
+{
+// A coroutine whose exception escapes its resume() (unhandled_exception rethrows), as a user's
+// own coroutine type may do: a pump that runs it throws.
+struct Rethrowing
+{
+    struct promise_type
+    {
+        Rethrowing get_return_object() noexcept
+        {
+            return {std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() { throw; }
+    };
+    std::coroutine_handle<promise_type> handle;
+};
+
+Rethrowing ThrowWhenRun()
+{
+    throw std::runtime_error("pumped work threw");
+    co_return;
+}
+} // namespace
+
+TEST_CASE("Work that throws while a host thread's wait pumps it is a named failure, not a dangling "
+          "waiter")
+{
+    // Before: the exception unwound the wait while its entry was published (and its deadline in
+    // the timer heap), so the later ResumeTask and the timer thread wrote to a dead stack.
+    const auto result = TestSupport::RunInChild(
+        []
+        {
+            EnableTimers();
+            Scheduler host(0);
+            (void)host.RunPending(); // this thread hosts it from now on
+            host.Submit(ThrowWhenRun().handle);
+            TestSupport::Gate gate;
+            std::thread opener(
+                [&]
+                {
+                    while (gate.suspended.load() == 0)
+                        std::this_thread::yield();
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    gate.OpenAll();
+                });
+            try
+            {
+                (void)SuspendTaskFor(&gate, std::chrono::milliseconds(500));
+            }
+            catch (const std::exception& error)
+            {
+                std::fprintf(stderr, "escaped the wait: %s\n", error.what());
+            }
+            opener.join();
+        });
+    TestSupport::RequireRule(result, "work threw inside a wait");
+    REQUIRE(result.stderrText.find("pumped work threw") != std::string::npos);
 }

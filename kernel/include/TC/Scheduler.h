@@ -156,6 +156,9 @@ private:
 // thread that waits on anything (a converted-thread wait) keeps running this scheduler's work
 // while it waits, to any depth, so work pinned to the host cannot deadlock it -- the work of
 // every scheduler it hosts, up to four (a fifth it pumps replaces the first of them there).
+// What it runs there must not throw out of the pump (a coroutine whose unhandled_exception
+// rethrows): a wait cannot end by an exception once its handle is published, so that fails "work
+// threw inside a wait", naming the exception, in every build; RunPending and friends rethrow it.
 //
 // Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
 // never runs work inline. On a scheduler with one worker or none, each thread's submissions of
