@@ -156,7 +156,15 @@ void ForgetParkedEntry([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
 {
 #if TC_CHECKED
     if (entry.state_.load(std::memory_order_acquire) == EntryState::Suspended)
+    {
+        // An untimed wait's handle may die with its primitive (a chain torn down whole); a timed
+        // one's deadline lives in this frame, in the timer heap, and would fire into freed memory.
+        TC_CHECK(entry.timer_ == nullptr, "coroutine destroyed during a timed wait",
+                 "a coroutine frame was destroyed while suspended in SuspendTaskForAsync (or a "
+                 "primitive's timed co_await); its deadline lives in the frame, so the timer "
+                 "thread would fire into freed memory -- resume it (or let it time out) first");
         UnregisterSuspended(entry);
+    }
 #endif
 }
 } // namespace TC::detail

@@ -168,3 +168,46 @@ TEST_CASE("ResumeTask(nullptr) fails at once")
     auto result = RunInChild([] { ResumeTask(SuspendedTask(nullptr)); });
     RequireRule(result, "ResumeTask on a null handle");
 }
+
+TEST_CASE("A coroutine destroyed during a timed wait fails at once")
+{
+    // The deadline's node lives in the frame. Before, checked mode only took the entry out of
+    // its registry, and the timer thread later fired into the freed frame.
+    auto result = RunInChild(
+        []
+        {
+            EnableTimers();
+            struct TakeBack final : ISuspendCallback
+            {
+                void OnSuspended(SuspendedTask) noexcept override {}
+                bool OnTimeout(SuspendedTask) noexcept override { return true; }
+            };
+            struct Owned
+            {
+                struct promise_type
+                {
+                    Owned get_return_object() noexcept
+                    {
+                        return {std::coroutine_handle<promise_type>::from_promise(*this)};
+                    }
+                    std::suspend_never initial_suspend() noexcept { return {}; }
+                    std::suspend_always final_suspend() noexcept { return {}; }
+                    void return_void() noexcept {}
+                    void unhandled_exception() noexcept { std::terminate(); }
+                };
+                std::coroutine_handle<promise_type> handle;
+            };
+            struct Runner
+            {
+                static Owned Go(TakeBack* takeBack)
+                {
+                    (void)co_await SuspendTaskForAsync(takeBack, std::chrono::milliseconds(20));
+                }
+            };
+            TakeBack takeBack;
+            Owned owned = Runner::Go(&takeBack); // suspended, its deadline armed
+            owned.handle.destroy();
+            std::this_thread::sleep_for(std::chrono::milliseconds(200)); // past the deadline
+        });
+    RequireRule(result, "coroutine destroyed during a timed wait");
+}

@@ -53,7 +53,8 @@ bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noe
 bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCallback* callback,
                          Duration timeout) noexcept;
 // Checked builds: a coroutine frame destroyed while parked (an abandoned chain) leaves the
-// registry of suspended waiters.
+// registry of suspended waiters; one destroyed during a timed wait, its deadline still pending,
+// fails "coroutine destroyed during a timed wait".
 void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
 
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
@@ -94,6 +95,9 @@ private:
 };
 
 // The timed form: co_await yields true if a ResumeTask ended the wait, false if it timed out.
+// The deadline lives in the awaiter: the coroutine must not be destroyed while the wait is
+// pending (checked mode fails "coroutine destroyed during a timed wait"); an executor dropping
+// it once resumed is fine.
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:
