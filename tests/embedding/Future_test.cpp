@@ -297,6 +297,21 @@ TEST_CASE("Promise misuse throws future_error", "[future]")
     CHECK_THROWS_AS(empty.Then([](int v) { return v; }), std::future_error);
 }
 
+TEST_CASE("SetException with a null exception_ptr is refused; the Promise stays unresolved",
+          "[future][exception]")
+{
+    // Before: it resolved the Future with neither a value nor an exception, and Wait moved a
+    // value out of an empty optional (a Then passed one to f).
+    Promise<std::string> promise;
+    Future<std::string> future = promise.GetFuture();
+    REQUIRE_THROWS_AS(promise.SetException(std::exception_ptr()), std::invalid_argument);
+    CHECK(promise.Valid());
+    CHECK_FALSE(future.IsReady());
+    promise.SetValue("kept");
+    CHECK(future.Wait() == "kept");
+    CHECK_THROWS_AS(Future<std::string>::FromException(nullptr), std::invalid_argument);
+}
+
 TEST_CASE("a Promise resolved before GetFuture keeps its value", "[future]")
 {
     Promise<std::unique_ptr<int>> promise;

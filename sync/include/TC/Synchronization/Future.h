@@ -17,6 +17,7 @@
 #include <future>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -484,9 +485,11 @@ public:
         return Future(state);
     }
 
-    // A Future that is ready at once with an exception.
+    // A Future that is ready at once with an exception; std::invalid_argument if `error` is null.
     static Future FromException(std::exception_ptr error)
     {
+        if (!error)
+            throw std::invalid_argument("TC::Future::FromException: a null exception_ptr");
         auto* state = new State;
         state->error_ = std::move(error);
         (void)state->Publish();
@@ -643,10 +646,14 @@ public:
         Resolve(state);
     }
 
-    // Supplies an exception instead of a value. As SetValue.
+    // Supplies an exception instead of a value. As SetValue; a null `error` throws
+    // std::invalid_argument and leaves the Promise unresolved (the Future would carry neither a
+    // value nor an exception).
     void SetException(std::exception_ptr error)
     {
         State* state = Claim();
+        if (!error)
+            throw std::invalid_argument("TC::Promise::SetException: a null exception_ptr");
         state->error_ = std::move(error);
         Resolve(state);
     }
