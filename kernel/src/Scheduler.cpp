@@ -1066,8 +1066,16 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
 
 void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
 {
-    if (stack.size == defaultStackSize && stack.allocator == allocator && worker
-        && worker->core == this)
+    // A stack a task brought from another scheduler (MoveCurrentTaskTo) made by another allocator
+    // or with another guard goes back to its allocator now: pooled here it would serve our tasks
+    // without the guard we promise, and be freed by our destructor, which that allocator need not
+    // outlive (its scheduler waited for this task's end). One more compare than before.
+    if (stack.allocator != allocator || stack.guard != options.stackGuard) [[unlikely]]
+    {
+        stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+        return;
+    }
+    if (stack.size == defaultStackSize && worker && worker->core == this)
     {
         std::vector<StackMemory>& cache = worker->stackCache;
         if (cache.size() == kStackCacheLimit)

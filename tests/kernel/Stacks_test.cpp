@@ -11,13 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <stdexcept>
-#include <string>
-#include <thread>
 #include <csignal>
 #include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -343,6 +344,98 @@ TEST_CASE("Tasks that move to another scheduler and end there hand their stacks 
     REQUIRE(arrived == moved);
     REQUIRE(fresh == moved);
     REQUIRE(counting.released == counting.allocated);
+}
+
+namespace
+{
+// The default allocator, remembering the guard each live stack was made with.
+struct GuardRecordingStacks final : IStackAllocator
+{
+    struct Record
+    {
+        std::uintptr_t base;
+        std::size_t size;
+        StackGuard guard;
+    };
+    std::mutex lock;
+    std::vector<Record> live;
+    void* Allocate(std::size_t size, StackGuard guard) override
+    {
+        void* base = DefaultStackAllocator().Allocate(size, guard);
+        std::lock_guard hold(lock);
+        live.push_back({reinterpret_cast<std::uintptr_t>(base), size, guard});
+        return base;
+    }
+    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
+    {
+        {
+            std::lock_guard hold(lock);
+            std::erase_if(live, [&](const Record& record)
+                          { return record.base == reinterpret_cast<std::uintptr_t>(base); });
+        }
+        DefaultStackAllocator().Deallocate(base, size, guard);
+    }
+    // The guard of the live stack holding `address`.
+    StackGuard GuardAt(std::uintptr_t address)
+    {
+        std::lock_guard hold(lock);
+        for (const Record& record : live)
+            if (address >= record.base && address < record.base + record.size)
+                return record.guard;
+        FAIL("the address is on no stack of this allocator");
+        return StackGuard::None;
+    }
+};
+} // namespace
+
+TEST_CASE("A stack brought by a moved task never serves a scheduler that wants another guard")
+{
+    // Before: the task's unguarded stack went into the target's pool on its end, and the
+    // target's next task ran on it without the guard page its scheduler promised.
+    GuardRecordingStacks stacks;
+    SchedulerOptions toOptions;
+    toOptions.stackAllocator = &stacks;
+    toOptions.stackGuard = StackGuard::Page;
+    Scheduler to(toOptions);
+    SchedulerOptions fromOptions = toOptions;
+    fromOptions.stackGuard = StackGuard::None;
+    Scheduler from(fromOptions);
+    JoinHandle mover = from.Start([&] { MoveCurrentTaskTo(to); });
+    from.RunUntilIdle(); // it moves
+    to.RunUntilIdle();   // and ends on `to`
+    mover.Join();
+    StackGuard seen = StackGuard::None;
+    JoinHandle next = to.Start([&] { seen = stacks.GuardAt(HereOnTheStack()); });
+    to.RunUntilIdle();
+    next.Join();
+    REQUIRE(seen == StackGuard::Page);
+}
+
+TEST_CASE("A scheduler's allocator has every stack back once that scheduler is destroyed, even one "
+          "a moved task ended with elsewhere")
+{
+    // Before: the stack went into the target's pool, and the target gave it back to the first
+    // scheduler's allocator in its own destructor -- an allocator that need only outlive the
+    // scheduler it was given to.
+    CountingStacks toStacks;
+    SchedulerOptions toOptions;
+    toOptions.stackAllocator = &toStacks;
+    Scheduler to(toOptions);
+    CountingStacks fromStacks;
+    {
+        SchedulerOptions fromOptions;
+        fromOptions.stackAllocator = &fromStacks;
+        Scheduler from(fromOptions);
+        JoinHandle mover = from.Start([&] { MoveCurrentTaskTo(to); });
+        from.RunUntilIdle();
+        to.RunUntilIdle();
+        mover.Join();
+        JoinHandle next = to.Start([] {});
+        to.RunUntilIdle();
+        next.Join();
+    }
+    REQUIRE(fromStacks.allocated >= 1);
+    REQUIRE(fromStacks.released == fromStacks.allocated);
 }
 
 TEST_CASE("ConcurrentStack: pushes and pops from many threads lose nothing")
