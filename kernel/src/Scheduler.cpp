@@ -1069,7 +1069,7 @@ void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
     // A stack a task brought from another scheduler (MoveCurrentTaskTo) made by another allocator
     // or with another guard goes back to its allocator now: pooled here it would serve our tasks
     // without the guard we promise, and be freed by our destructor, which that allocator need not
-    // outlive (its scheduler waited for this task's end). One more compare than before.
+    // outlive (it must outlive the tasks started with it: SchedulerOptions). One more compare.
     if (stack.allocator != allocator || stack.guard != options.stackGuard) [[unlikely]]
     {
         stack.allocator->Deallocate(stack.base, stack.size, stack.guard);

@@ -84,7 +84,11 @@ struct SchedulerOptions
     std::size_t stackSize = StackSize::Medium;
     StackGuard stackGuard = StackGuard::Page;
     IdlePolicy idlePolicy = IdlePolicy::SpinThenSleep;
-    IStackAllocator* stackAllocator = nullptr; // nullptr: DefaultStackAllocator(); must outlive the scheduler
+    // nullptr: DefaultStackAllocator(). Must outlive the scheduler, and every task started on it
+    // that moved to another scheduler (MoveCurrentTaskTo): such a task's stack goes back to this
+    // allocator when the task ends, wherever that is (a scheduler of another allocator or guard
+    // never pools it), and the scheduler it left does not wait for that.
+    IStackAllocator* stackAllocator = nullptr;
     std::string name = "TC";
     SchedulerHooks hooks;
     // Host-pumped schedulers only: nonzero makes each pump pick the next ready item
