@@ -961,6 +961,12 @@ void SchedulerCore::WorkerMain(Worker& worker)
         options.hooks.threadStop(worker.index);
 }
 
+namespace
+{
+// Hands out ThreadState::pumpSerial.
+std::atomic<std::uint64_t> pumpingThreads{0};
+} // namespace
+
 PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline,
                                bool queuedAtStart)
 {
@@ -982,8 +988,16 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     worker.threadState = &thread;
     if (!thread.IsHostOf(this))
         BindHost(thread);
-    if (worker.context.stackBottom == nullptr && worker.context.backend == nullptr)
+    // The worker's context is the pumping thread's own stack (and, under ThreadSanitizer, its
+    // fiber): described again whenever another thread pumps it (the destructor's drain, a host
+    // inside a wait), or a task ending would switch to the other thread's stack description.
+    if (thread.pumpSerial == 0)
+        thread.pumpSerial = pumpingThreads.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (worker.contextThread != thread.pumpSerial)
+    {
         InitThreadContext(worker.context);
+        worker.contextThread = thread.pumpSerial;
+    }
     ExecutorScope scope(owner); // once per pump call
 
     std::size_t limit = maxTasks;

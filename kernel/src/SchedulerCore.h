@@ -78,6 +78,9 @@ struct Worker
     unsigned index = 0;
     bool directSwitch = true; // a suspending task switches straight to the next local task
     ExecutionContext context;  // the worker loop's own context (its thread's stack)
+    // The thread (ThreadState::pumpSerial) whose stack `context` describes: a host worker's
+    // changes with the thread pumping it (SchedulerCore::Pump).
+    std::uint64_t contextThread = 0;
     LocalQueue local[2];       // by Priority; only this worker's thread touches them
     Task* current = nullptr;
     ThreadState* threadState = nullptr; // the thread running this worker's loop or pump right now

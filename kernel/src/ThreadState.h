@@ -37,6 +37,9 @@ struct ThreadState : TaskIdentity
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
     bool isWorkerThread = false;  // a scheduler's own worker thread
     bool isTimerThread = false;   // the one timer thread (EnableTimers)
+    // Numbers the threads that pumped a host worker (0: not yet), for Worker::contextThread: an
+    // address could be a dead thread's reused.
+    std::uint64_t pumpSerial = 0;
 };
 
 // The calling thread's state. Never inlined: a task may continue on another thread after any
