@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cxxabi.h>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -108,6 +109,22 @@ struct Registry
     }
 }
 } // namespace
+
+std::string DescribeException(const std::exception_ptr& error)
+{
+    try
+    {
+        std::rethrow_exception(error);
+    }
+    catch (const std::exception& e)
+    {
+        return e.what();
+    }
+    catch (...)
+    {
+        return "an exception not derived from std::exception";
+    }
+}
 
 std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry)
 {

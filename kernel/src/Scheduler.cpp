@@ -3,6 +3,7 @@
 
 #include "SchedulerCore.h"
 
+#include "Diagnostics.h"
 #include "Resume.h"
 #include "Sanitizers.h"
 #include "Timers.h"
@@ -86,21 +87,8 @@ std::size_t PriorityIndex(Priority priority) noexcept
 
 [[noreturn]] void DetachedTaskFailed(Task* task, const char* how = "ended with an exception") noexcept
 {
-    const char* what = "an exception not derived from std::exception";
-    std::string text;
-    try
-    {
-        std::rethrow_exception(task->error);
-    }
-    catch (const std::exception& e)
-    {
-        text = e.what();
-        what = text.c_str();
-    }
-    catch (...)
-    {
-    }
-    std::fprintf(stderr, "TC: detached task '%s' %s: %s\n", task->name, how, what);
+    const std::string what = DescribeException(task->error);
+    std::fprintf(stderr, "TC: detached task '%s' %s: %s\n", task->name, how, what.c_str());
     std::fflush(stderr);
     std::terminate();
 }
@@ -1084,7 +1072,7 @@ void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
     // or with another guard goes back to its allocator now: pooled here it would serve our tasks
     // without the guard we promise, and be freed by our destructor, which that allocator need not
     // outlive (it must outlive the tasks started with it: SchedulerOptions). One more compare.
-    if (stack.allocator != allocator || stack.guard != options.stackGuard) [[unlikely]]
+    if (!MadeHere(stack)) [[unlikely]]
     {
         stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
         return;
@@ -1400,7 +1388,7 @@ Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexce
     // would), and only a stack this core would have handed the next task itself: its own
     // allocator and guard, the callable not on it.
     if ((!worker.directSwitch && !worker.pumpTurn) || finished->scheduler != this ||
-        finished->stack.allocator != allocator || finished->stack.guard != options.stackGuard ||
+        !MadeHere(finished->stack) ||
         finished->callable != reinterpret_cast<unsigned char*>(finished) + kTaskBytes)
         return nullptr;
     Task* next = TryDequeueFreshTask(worker, finished->stack.size);

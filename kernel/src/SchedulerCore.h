@@ -451,6 +451,12 @@ private:
     // `worker`: the calling thread's (nullptr outside a worker); its cache is used when it is ours.
     StackMemory TakeStack(std::size_t size, Worker* worker);
     void ReturnStack(StackMemory stack, Worker* worker) noexcept;
+    // True for a stack this core's allocator made with this core's guard: one it may pool or
+    // hand to its next task (a task that moved here may bring another).
+    bool MadeHere(const StackMemory& stack) const noexcept
+    {
+        return stack.allocator == allocator && stack.guard == options.stackGuard;
+    }
     // `worker`: the calling thread's if it is one of ours, else nullptr.
     inline void* TakeBlock(Worker* worker);
     void* TakeBlockSlow(Worker* worker);

@@ -31,18 +31,7 @@ constexpr unsigned kThreadSpinIterations = 200;
 {
     std::string detail = "work of a scheduler this thread hosts, pumped while the thread waited, "
                          "threw out of the pump: ";
-    try
-    {
-        throw;
-    }
-    catch (const std::exception& error)
-    {
-        detail += error.what();
-    }
-    catch (...)
-    {
-        detail += "(not a std::exception)";
-    }
+    detail += DescribeException(std::current_exception());
     detail += "; a converted-thread wait cannot end by an exception once its handle is published, "
               "so work a host runs must not throw out of its resume (catch it in the coroutine)";
     ReportRuleViolation("work threw inside a wait", detail.c_str());

@@ -6,8 +6,6 @@
 #include <TC/Scheduler.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 
-#include <thread>
-
 namespace TC::Synchronization::detail
 {
 TaskHandle CreatorHandle() noexcept
@@ -64,7 +62,7 @@ void BusyCount::DrainFrom(const std::uint64_t look, const bool unlessInside) con
         return;
     std::uint64_t word = look;
     bool clear[2] = {false, false};
-    for (unsigned spins = 0;; ++spins)
+    for (unsigned spins = 0;;)
     {
         for (unsigned half = 0; half < 2; ++half)
             clear[half] = clear[half] || Count(word, half) <= own.half[half] ||
@@ -85,10 +83,7 @@ void BusyCount::DrainFrom(const std::uint64_t look, const bool unlessInside) con
                 word = next;
             continue;
         }
-        if (spins > 64)
-            std::this_thread::yield();
-        else
-            CpuRelax();
+        SpinPause(spins);
         // acquire: pairs with the scopes' release decrement.
         word = word_.load(std::memory_order_acquire);
     }

@@ -17,6 +17,16 @@ inline void CpuRelax() noexcept
 #endif
 }
 
+// One round of a spin-wait loop: a pause for the first 64 rounds, then the core yielded each
+// round, in case the thread it waits for was preempted. `spins` starts at 0 for each wait.
+inline void SpinPause(unsigned& spins) noexcept
+{
+    if (++spins > 64)
+        std::this_thread::yield();
+    else
+        CpuRelax();
+}
+
 // Guards an intrusive list or heap. Held for a handful of pointer updates only, never across
 // SuspendTask or ResumeTask, so spinning beats a futex; after 64 spins it yields the core in case
 // the holder was preempted. Meets Lockable, so std::lock_guard works.
@@ -31,12 +41,7 @@ public:
             unsigned spins = 0;
             // relaxed: a plain poll; the exchange above does the synchronizing.
             while (locked_.load(std::memory_order_relaxed))
-            {
-                if (++spins > 64)
-                    std::this_thread::yield();
-                else
-                    CpuRelax();
-            }
+                SpinPause(spins);
         }
     }
 

@@ -7,4 +7,5 @@ namespace TC::Synchronization::detail
 {
 using TC::detail::CpuRelax;
 using TC::detail::SpinLock;
+using TC::detail::SpinPause;
 } // namespace TC::Synchronization::detail
