@@ -25,6 +25,13 @@ struct Keep final : ISuspendCallback
     std::atomic<SuspendedTask> task{nullptr};
     void OnSuspended(SuspendedTask t) noexcept override { task.store(t); }
 };
+
+// Keeps nothing, and takes every waiter back at its deadline: the wait always times out.
+struct TakeBack final : ISuspendCallback
+{
+    void OnSuspended(SuspendedTask) noexcept override {}
+    bool OnTimeout(SuspendedTask) noexcept override { return true; }
+};
 } // namespace
 
 TEST_CASE("The checked kernel reports itself as checked")
@@ -123,11 +130,6 @@ TEST_CASE("A blocking wait on the timer thread fails at once")
         []
         {
             EnableTimers();
-            struct TakeBack final : ISuspendCallback
-            {
-                void OnSuspended(SuspendedTask) noexcept override {}
-                bool OnTimeout(SuspendedTask) noexcept override { return true; }
-            };
             struct Runner
             {
                 static Detached Go(TakeBack* takeBack)
@@ -177,11 +179,6 @@ TEST_CASE("A coroutine destroyed during a timed wait fails at once")
         []
         {
             EnableTimers();
-            struct TakeBack final : ISuspendCallback
-            {
-                void OnSuspended(SuspendedTask) noexcept override {}
-                bool OnTimeout(SuspendedTask) noexcept override { return true; }
-            };
             struct Owned
             {
                 struct promise_type
