@@ -76,13 +76,49 @@ std::size_t PriorityIndex(Priority priority) noexcept
     return static_cast<std::size_t>(priority);
 }
 
+// Hooks run inside the scheduler's switch and worker loop, where no exception can go: one that
+// throws ends the process with a message naming the hook, the scheduler and what it threw.
+[[noreturn, gnu::noinline, gnu::cold]] void HookThrew(const char* hook,
+                                                      const std::string& scheduler) noexcept
+{
+    const std::string what = DescribeException(std::current_exception());
+    const std::string detail = std::string("SchedulerHooks::") + hook + " of TC::Scheduler('" +
+                               scheduler + "') threw: " + what +
+                               "; hooks run inside the scheduler's switch and must not throw";
+    ReportRuleViolation("scheduler hook threw", detail.c_str());
+}
+
 // Out of line: the call's arguments live in this frame, so a caller's own frame holds nothing
 // whose address escapes and its last call can be a jump (SwitchAway).
 [[gnu::noinline]] void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook,
-                                    Task* task)
+                                    Task* task) noexcept
 {
-    if (hook)
+    if (!hook)
+        return;
+    try
+    {
         hook(TaskHandle(task), task->name);
+    }
+    catch (...)
+    {
+        const SchedulerOptions& options = task->scheduler->options;
+        HookThrew(&hook == &options.hooks.taskEnter ? "taskEnter" : "taskLeave", options.name);
+    }
+}
+
+void CallThreadHook(const std::function<void(unsigned)>& hook, const char* which,
+                    const std::string& scheduler, unsigned workerIndex) noexcept
+{
+    if (!hook)
+        return;
+    try
+    {
+        hook(workerIndex);
+    }
+    catch (...)
+    {
+        HookThrew(which, scheduler);
+    }
 }
 
 [[noreturn]] void DetachedTaskFailed(Task* task, const char* how = "ended with an exception") noexcept
@@ -926,8 +962,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
     worker.threadState = &thread;
     thread.isWorkerThread = true;
     InitThreadContext(worker.context);
-    if (options.hooks.threadStart)
-        options.hooks.threadStart(worker.index);
+    CallThreadHook(options.hooks.threadStart, "threadStart", options.name, worker.index);
     {
         ExecutorScope scope(owner); // one scope for the worker's life, not one per resumption
         for (;;)
@@ -945,8 +980,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
     // The worker runs nothing more: a submission from the hook comes from outside, and is
     // refused (the destructor has closed) instead of queued where nobody would take it.
     thread.worker = nullptr;
-    if (options.hooks.threadStop)
-        options.hooks.threadStop(worker.index);
+    CallThreadHook(options.hooks.threadStop, "threadStop", options.name, worker.index);
 }
 
 namespace

@@ -522,3 +522,58 @@ TEST_CASE("~Scheduler from the scheduler's own task terminates with the rule, in
     REQUIRE(result.stderrText.find("~Scheduler called from the scheduler's own task or pump") !=
             std::string::npos);
 }
+
+TEST_CASE("A scheduler hook that throws ends the process naming the hook and the exception")
+{
+    // Hooks run inside the switch and the worker loop: before, a throw there ended the process
+    // through std::terminate with no word of which hook or scheduler it was.
+    struct Case
+    {
+        const char* hook;
+        unsigned workers;
+    };
+    for (const Case c : {Case{"taskEnter", 0}, Case{"taskLeave", 0}, Case{"taskEnter", 1},
+                         Case{"taskLeave", 1}, Case{"threadStart", 1}, Case{"threadStop", 1}})
+    {
+        auto result = TestSupport::RunInChild(
+            [c]
+            {
+                alarm(20);
+                SchedulerOptions options;
+                options.workerCount = c.workers;
+                options.name = "hooked";
+                const std::string which = c.hook;
+                auto taskHook = [which](const char* self)
+                {
+                    return [which, self](TaskHandle, const char*)
+                    {
+                        if (which == self)
+                            throw std::runtime_error("boom");
+                    };
+                };
+                options.hooks.taskEnter = taskHook("taskEnter");
+                options.hooks.taskLeave = taskHook("taskLeave");
+                options.hooks.threadStart = [which](unsigned)
+                {
+                    if (which == "threadStart")
+                        throw std::runtime_error("boom");
+                };
+                options.hooks.threadStop = [which](unsigned)
+                {
+                    if (which == "threadStop")
+                        throw std::runtime_error("boom");
+                };
+                Scheduler scheduler(std::move(options));
+                JoinHandle task = scheduler.Start([] { YieldTask(); });
+                if (c.workers == 0)
+                    scheduler.RunUntilIdle();
+                task.Join();
+            });
+        INFO("hook " << c.hook << ", " << c.workers
+                     << " workers; child stderr: " << result.stderrText);
+        CHECK(result.aborted);
+        CHECK(result.stderrText.find(std::string("scheduler hook threw: SchedulerHooks::") +
+                                     c.hook + " of TC::Scheduler('hooked') threw: boom") !=
+              std::string::npos);
+    }
+}

@@ -62,7 +62,9 @@ enum class IdlePolicy : std::uint8_t
 };
 
 // Observers the host installs, e.g. to name threads, set FTZ/DAZ or feed a profiler's fiber API.
-// Hooks run on the thread concerned and must not suspend.
+// Hooks run on the thread concerned and must not suspend. They must not throw either: they run
+// inside the scheduler's switch and worker loop, so one that throws ends the process with a
+// message naming the hook and the exception ("scheduler hook threw"), in every build.
 struct SchedulerHooks
 {
     // On each worker thread as it starts and just before it ends, with its index (0-based).
