@@ -13,6 +13,7 @@
 #include <TC/detail/SpinLock.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -1073,6 +1074,7 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
                 const std::size_t count = std::min(pooled.size(), kStackBatch);
                 cache.insert(cache.end(), pooled.end() - static_cast<std::ptrdiff_t>(count), pooled.end());
                 pooled.resize(pooled.size() - count);
+                pooledStackBytes_ -= count * size;
             }
         }
         if (!cache.empty())
@@ -1089,6 +1091,7 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
         {
             StackMemory stack = found->second.back();
             found->second.pop_back();
+            pooledStackBytes_ -= size;
             return stack;
         }
     }
@@ -1116,33 +1119,78 @@ void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
         std::vector<StackMemory>& cache = worker->stackCache;
         if (cache.size() == kStackCacheLimit)
         {
-            // Full: hand the oldest batch to the pool under one lock, where other workers find it.
+            // Full: hand the oldest batch to the pool under one lock, where other workers find
+            // it -- as much of it as the pool's budget takes; the rest is freed after the lock.
+            std::size_t kept = 0;
             try
             {
                 std::lock_guard lock(stackLock_);
+                kept = std::min(kStackBatch, StackPoolRoom(stack.size));
                 std::vector<StackMemory>& pooled = stackPool_[stack.size];
-                pooled.insert(pooled.end(), cache.begin(), cache.begin() + kStackBatch);
-                cache.erase(cache.begin(), cache.begin() + kStackBatch);
+                pooled.insert(pooled.end(), cache.begin(),
+                              cache.begin() + static_cast<std::ptrdiff_t>(kept));
+                pooledStackBytes_ += kept * stack.size;
             }
             catch (...)
             {
-                // The pool could not grow: the cache stays full and this stack is freed below.
+                kept = 0; // the pool could not grow: the whole batch is freed
             }
+            for (std::size_t i = kept; i < kStackBatch; ++i)
+                cache[i].allocator->Deallocate(cache[i].base, cache[i].size, cache[i].guard);
+            cache.erase(cache.begin(), cache.begin() + kStackBatch);
         }
-        if (cache.size() < kStackCacheLimit)
-        {
-            cache.push_back(stack); // the capacity was reserved up front: never allocates
-            return;
-        }
+        cache.push_back(stack); // the capacity was reserved up front: never allocates
+        return;
     }
     try
     {
         std::lock_guard lock(stackLock_);
-        stackPool_[stack.size].push_back(stack);
+        if (StackPoolRoom(stack.size) > 0)
+        {
+            stackPool_[stack.size].push_back(stack);
+            pooledStackBytes_ += stack.size;
+            return;
+        }
     }
     catch (...)
     {
-        stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+        // The pool could not grow: freed below.
+    }
+    stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+}
+
+std::size_t SchedulerCore::StackPoolRoom(std::size_t size) const noexcept
+{
+    const std::size_t budget = options.stackPoolBytes;
+    return pooledStackBytes_ >= budget ? 0 : (budget - pooledStackBytes_) / size;
+}
+
+std::size_t SchedulerCore::TrimStackPool() noexcept
+{
+    // A batch at a time out of the lock: the allocator's Deallocate (munmap) runs unlocked, and
+    // the pool's vectors keep their capacity, so the next release allocates nothing.
+    std::size_t freed = 0;
+    for (;;)
+    {
+        std::array<StackMemory, kStackBatch> batch;
+        std::size_t count = 0;
+        {
+            std::lock_guard lock(stackLock_);
+            for (auto& [size, stacks] : stackPool_)
+                while (count < batch.size() && !stacks.empty())
+                {
+                    batch[count++] = stacks.back();
+                    stacks.pop_back();
+                    pooledStackBytes_ -= size;
+                }
+        }
+        if (count == 0)
+            return freed;
+        for (std::size_t i = 0; i < count; ++i)
+        {
+            batch[i].allocator->Deallocate(batch[i].base, batch[i].size, batch[i].guard);
+            freed += batch[i].size;
+        }
     }
 }
 
@@ -1685,6 +1733,11 @@ const std::string& Scheduler::Name() const noexcept
 std::size_t Scheduler::LiveTasks() const noexcept
 {
     return core_->Live();
+}
+
+std::size_t Scheduler::TrimStackPool() noexcept
+{
+    return core_->TrimStackPool();
 }
 
 Scheduler* Scheduler::Current() noexcept

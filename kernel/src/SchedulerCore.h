@@ -447,10 +447,16 @@ public:
     // count; true when this core is to be deleted now (no JoinHandle holds a block).
     bool Orphan() noexcept;
 
+    // Frees every stack the shared pool holds (Scheduler::TrimStackPool); the bytes freed.
+    std::size_t TrimStackPool() noexcept;
+
 private:
     // `worker`: the calling thread's (nullptr outside a worker); its cache is used when it is ours.
     StackMemory TakeStack(std::size_t size, Worker* worker);
     void ReturnStack(StackMemory stack, Worker* worker) noexcept;
+    // How many more stacks of `size` the shared pool may hold (options.stackPoolBytes); under
+    // stackLock_.
+    std::size_t StackPoolRoom(std::size_t size) const noexcept;
     // True for a stack this core's allocator made with this core's guard: one it may pool or
     // hand to its next task (a task that moved here may bring another).
     bool MadeHere(const StackMemory& stack) const noexcept
@@ -524,6 +530,8 @@ private:
     bool hostLocalReady_ = false;
     std::mutex stackLock_;
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
+    // Under stackLock_: the bytes stackPool_ holds, at most options.stackPoolBytes.
+    std::size_t pooledStackBytes_ = 0;
     SpinLock blockLock_; // task blocks freed off this core's workers (up to kBlockPoolLimit)
     FreeTaskBlock* blockPool_ = nullptr;
     std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it

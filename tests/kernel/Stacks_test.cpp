@@ -438,6 +438,83 @@ TEST_CASE("A scheduler's allocator has every stack back once that scheduler is d
     REQUIRE(fromStacks.released == fromStacks.allocated);
 }
 
+namespace
+{
+// Starts `count` tasks on `scheduler` that all suspend on one gate (so each holds a stack at
+// once), then resumes and joins them all; `pump` runs a host-pumped scheduler's work.
+void SuspendAllThenFinish(Scheduler& scheduler, int count, TaskOptions taskOptions, bool pump)
+{
+    Gate gate;
+    std::vector<JoinHandle> tasks;
+    for (int i = 0; i < count; ++i)
+        tasks.push_back(scheduler.Start([&] { SuspendTask(&gate); }, taskOptions));
+    while (gate.suspended < count)
+        pump ? (void)scheduler.RunUntilIdle() : std::this_thread::yield();
+    REQUIRE(gate.OpenAll() == count);
+    if (pump)
+        scheduler.RunUntilIdle();
+    for (auto& task : tasks)
+        task.Join();
+}
+} // namespace
+
+TEST_CASE("The stack pool keeps no more than SchedulerOptions::stackPoolBytes")
+{
+    // Before the budget a burst's stacks all stayed pooled until ~Scheduler: 500 here.
+    constexpr int kBurst = 500;
+    constexpr std::size_t kStack = 16 * 1024; // StackSize::Small, a whole number of pages
+    CountingStacks counting;
+    SECTION("default-size stacks, two workers: the pool's budget plus the workers' caches")
+    {
+        SchedulerOptions options;
+        options.workerCount = 2;
+        options.stackSize = kStack;
+        options.stackAllocator = &counting;
+        options.stackPoolBytes = 8 * kStack;
+        Scheduler scheduler(options);
+        SuspendAllThenFinish(scheduler, kBurst, {}, false);
+        const int cachedAtMost = 2 * 64; // each worker keeps up to 64 of its own
+        CHECK(counting.allocated == kBurst);
+        CHECK(counting.allocated - counting.released <= cachedAtMost + 8);
+        const std::size_t trimmed = scheduler.TrimStackPool();
+        CHECK(trimmed <= 8 * kStack);
+        CHECK(trimmed % kStack == 0);
+        CHECK(counting.allocated - counting.released <= cachedAtMost);
+    }
+    SECTION("stacks of a per-task size (no worker caches them), a budget of 0: none pooled")
+    {
+        SchedulerOptions options;
+        options.stackAllocator = &counting;
+        options.stackPoolBytes = 0;
+        Scheduler scheduler(options);
+        TaskOptions big;
+        big.stackSize = 2 * kStack;
+        SuspendAllThenFinish(scheduler, kBurst, big, true);
+        CHECK(counting.allocated == kBurst);
+        CHECK(counting.released == kBurst);
+        CHECK(scheduler.TrimStackPool() == 0);
+    }
+    SECTION("an unlimited pool keeps the burst's stacks until TrimStackPool gives them back")
+    {
+        SchedulerOptions options;
+        options.stackAllocator = &counting;
+        options.stackPoolBytes = SIZE_MAX;
+        Scheduler scheduler(options);
+        TaskOptions big;
+        big.stackSize = 2 * kStack;
+        SuspendAllThenFinish(scheduler, kBurst, big, true);
+        CHECK(counting.released == 0);
+        CHECK(scheduler.TrimStackPool() == kBurst * 2 * kStack);
+        CHECK(counting.released == kBurst);
+        // The pool refills after a trim: the next burst reuses what it released.
+        SuspendAllThenFinish(scheduler, 10, big, true);
+        CHECK(counting.allocated == kBurst + 10);
+        SuspendAllThenFinish(scheduler, 10, big, true);
+        CHECK(counting.allocated == kBurst + 10);
+    }
+    CHECK(counting.released == counting.allocated);
+}
+
 TEST_CASE("ConcurrentStack: pushes and pops from many threads lose nothing")
 {
     struct Node

@@ -91,6 +91,13 @@ struct SchedulerOptions
     // allocator when the task ends, wherever that is (a scheduler of another allocator or guard
     // never pools it), and the scheduler it left does not wait for that.
     IStackAllocator* stackAllocator = nullptr;
+    // Most stack memory, in bytes and guard pages included, that the scheduler keeps pooled for
+    // reuse besides its workers' own caches (up to 64 default-size stacks each): a stack
+    // released while the pool holds that much goes back to the allocator at once, so a burst of
+    // tasks does not keep its stacks until the scheduler is destroyed. The default holds 1024
+    // Medium stacks; 0 pools nothing beyond the workers' caches; SIZE_MAX sets no limit.
+    // TrimStackPool frees what the pool holds now.
+    std::size_t stackPoolBytes = 64 * 1024 * 1024;
     std::string name = "TC";
     SchedulerHooks hooks;
     // Host-pumped schedulers only: nonzero makes each pump pick the next ready item
@@ -296,6 +303,12 @@ public:
 
     // The scheduler running the calling task or pumping work on this thread, or nullptr.
     static Scheduler* Current() noexcept;
+
+    // Gives every stack the shared pool holds back to the stack allocator (after a burst, say:
+    // a level load that ran many tasks at once) and returns how many bytes that was. Stacks in
+    // use and the workers' own caches (up to 64 default-size stacks each) stay. Any thread, any
+    // time; the pool refills as tasks end, up to SchedulerOptions::stackPoolBytes.
+    std::size_t TrimStackPool() noexcept;
 
 private:
     friend void MoveCurrentTaskTo(Scheduler& target, Priority priority);

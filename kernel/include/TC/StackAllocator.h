@@ -26,8 +26,9 @@ inline constexpr std::size_t Large = 256 * 1024;
 } // namespace StackSize
 
 // Hands out and takes back task stacks. The scheduler keeps released stacks in a pool and calls
-// Deallocate only when it is destroyed, so in steady state neither member runs. Both may be
-// called from any thread of the scheduler. Allocate returns the lowest address of `size` bytes
+// Deallocate when it is destroyed, when the pool is full (SchedulerOptions::stackPoolBytes) and
+// on Scheduler::TrimStackPool, so in steady state neither member runs. Both may be called from
+// any thread of the scheduler. Allocate returns the lowest address of `size` bytes
 // (page-aligned); with StackGuard::Page the allocator must make the lowest page inaccessible.
 // Allocate throws std::bad_alloc (or another exception) on failure. A stack is taken when a task
 // first runs (or at Start, for a callable too large for the task block): a task that cannot get
