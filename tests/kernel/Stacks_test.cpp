@@ -515,6 +515,45 @@ TEST_CASE("The stack pool keeps no more than SchedulerOptions::stackPoolBytes")
     CHECK(counting.released == counting.allocated);
 }
 
+TEST_CASE("TrimStackPool from another thread while tasks start, suspend and end loses no stack")
+{
+    // Trims race the workers' batch hand-offs to the pool and their refills from it; every stack
+    // must end up either in use, cached, pooled or given back -- once.
+    CountingStacks counting;
+    std::atomic<bool> done{false};
+    std::size_t trimmedBytes = 0;
+    {
+        SchedulerOptions options;
+        options.workerCount = 2;
+        options.stackSize = StackSize::Small;
+        options.stackAllocator = &counting;
+        options.stackPoolBytes = 64 * StackSize::Small;
+        Scheduler scheduler(options);
+        std::thread trimmer(
+            [&]
+            {
+                while (!done.load(std::memory_order_acquire))
+                {
+                    trimmedBytes += scheduler.TrimStackPool();
+                    std::this_thread::yield();
+                }
+            });
+        const int rounds = static_cast<int>(TestSupport::Scaled(200));
+        for (int round = 0; round < rounds; ++round)
+        {
+            // 300 at once overflow both workers' caches (64 each), so batches go to the pool.
+            TaskOptions sized;
+            sized.stackSize = round % 4 == 0 ? 2 * StackSize::Small : 0; // some of another size
+            SuspendAllThenFinish(scheduler, 300, sized, false);
+        }
+        done.store(true, std::memory_order_release);
+        trimmer.join();
+        INFO("stacks allocated " << counting.allocated << ", trimmed " << trimmedBytes << " bytes");
+        CHECK(counting.allocated - counting.released <= 2 * 64 + 64); // caches, pool
+    }
+    CHECK(counting.released == counting.allocated);
+}
+
 TEST_CASE("ConcurrentStack: pushes and pops from many threads lose nothing")
 {
     struct Node
