@@ -1,5 +1,6 @@
-// Freeing a deep Task chain: constant native stack whatever the depth, every frame freed once, and
-// the deepest frame destroyed completely before anything of the frame awaiting it.
+// Freeing a deep Task chain, or a deep nesting through WhenAll/WhenAny: constant native stack
+// whatever the depth, every frame freed once, and the deepest frame destroyed completely before
+// anything of the frame awaiting it.
 
 #include "TestSupport.h"
 
@@ -84,6 +85,27 @@ Task<void> AboveJoin(ManualExecutor* lot, int above, int depth, std::vector<int>
         co_await AboveJoin(lot, above - 1, depth, log);
 }
 
+Task<void> Finished()
+{
+    co_return;
+}
+
+// One level of a nesting that alternates Task and combinator levels: like Level, but it awaits
+// the level below through WhenAny (alone) or WhenAll (beside a sibling that has finished by then,
+// so each join also holds a finished runner). The last level stays parked on `lot`.
+Task<void> NestedLevel(ManualExecutor* lot, int depth, bool any, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, depth);
+    co_await ResumeOn{*lot};
+    if (depth == 0)
+        co_await ResumeOn{*lot};
+    else if (any)
+        (void)co_await WhenAny(NestedLevel(lot, depth - 1, any, log));
+    else
+        co_await WhenAll(NestedLevel(lot, depth - 1, any, log), Finished());
+}
+
 DetachedTask DetachedLevels(ManualExecutor* lot, int depth, std::vector<int>* log)
 {
     FrameSentinel sentinel;
@@ -108,6 +130,26 @@ std::vector<int> Ascending(int base, int depth)
     for (int d = 0; d <= depth; ++d)
         labels.push_back(base + d);
     return labels;
+}
+
+// Builds a kDeep-level nesting through WhenAny or WhenAll under an owning Task, parks its leaf,
+// drops the root on a small stack and checks every level went once, the leaf first.
+void FreeOwnedNesting(bool any)
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    ManualExecutor lot;
+    std::vector<int> log;
+    log.reserve(kDeep + 1);
+    Task<void> root = NestedLevel(&lot, kDeep, any, &log);
+    root.GetHandle().resume();
+    RunSteps(lot, kDeep + 1);
+    REQUIRE(lot.Pending() == 1);
+    REQUIRE(FrameSentinel::live.load() == kDeep + 1);
+
+    RunOnStackOf(kSmallStack, [&] { root = Task<void>(); });
+    CHECK(FrameSentinel::live.load() == 0);
+    CHECK(log == Ascending(0, kDeep)); // each level once, the leaf first, the root last
+    (void)lot.TakeOne();               // the leaf's park, into a frame that is gone
 }
 } // namespace
 
@@ -196,4 +238,16 @@ TEST_CASE("A Task released from its owner and destroyed by hand frees its chain 
     CHECK(FrameSentinel::live.load() == 0);
     CHECK(log == Ascending(0, 5));
     (void)lot.TakeOne();
+}
+
+TEST_CASE("Freeing a deep nesting through WhenAll from its owner takes constant stack",
+          "[strands][whenall]")
+{
+    FreeOwnedNesting(false);
+}
+
+TEST_CASE("Freeing a deep nesting through WhenAny from its owner takes constant stack",
+          "[strands][whenany]")
+{
+    FreeOwnedNesting(true);
 }

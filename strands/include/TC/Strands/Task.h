@@ -20,10 +20,11 @@ class Task;
 
 namespace detail
 {
+class ChainFrame;
 class TaskPromiseBase;
 
-// The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the chain of
-// Task frames beneath, deepest first, in constant native stack: see Reset().
+// The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the frames
+// beneath, deepest first, in constant native stack: see Reset().
 class TaskFrame
 {
 public:
@@ -43,10 +44,10 @@ public:
     TaskFrame& operator=(const TaskFrame&) = delete;
     ~TaskFrame() { Reset(); }
 
-    // Destroys the frame and every Task frame it is suspended awaiting, directly or through
-    // Task awaits beneath: the deepest first, each completely (locals, awaiters, promise) before
-    // the frame awaiting it, as a recursive teardown would order them, but in a loop. A frame
-    // suspended on anything else (WhenAll, WhenAny) frees what that owns as it is destroyed.
+    // Destroys the frame and every frame it is suspended awaiting, directly or through the
+    // awaits beneath -- Task awaits and WhenAll/WhenAny awaits, each combinator's children in
+    // order: the deepest first, each completely (locals, awaiters, promise) before the frame
+    // awaiting it, as a recursive teardown would order them, but in a loop.
     void Reset() noexcept;
     TaskPromiseBase* Release() noexcept { return std::exchange(promise_, nullptr); }
     TaskPromiseBase* Get() const noexcept { return promise_; }
@@ -56,10 +57,78 @@ private:
     TaskPromiseBase* promise_ = nullptr;
 };
 
-// What every Task promise carries: the awaiter to transfer to at the end, the flow's stop token
-// (inherited from the awaiting coroutine), the root of the chain when nobody owns it, what
-// escaped the body, and the links of a Task-awaits-Task chain that TaskFrame::Reset walks.
-class TaskPromiseBase
+// What a ChainFrame can be suspended on that owns frames of its own (a combinator's awaiter),
+// so that TaskFrame::Reset frees those frames in its loop instead of the awaiter's destructor
+// recursing into them.
+class AwaitedFrames
+{
+public:
+    // Takes the next frame still owned out of this owner, for the caller to free; null once none
+    // is left. The awaiter's own destruction then finds nothing to free.
+    virtual ChainFrame* TakeFrame() noexcept = 0;
+
+protected:
+    AwaitedFrames() noexcept = default;
+    AwaitedFrames(const AwaitedFrames&) noexcept = default;
+    AwaitedFrames& operator=(const AwaitedFrames&) noexcept = default;
+    ~AwaitedFrames() = default;
+};
+
+// A coroutine frame that TaskFrame::Reset frees in its loop (a Task's, a combinator's child
+// runner's): its own handle and the links of the await chain through it. The links are set
+// only while the frame is suspended awaiting, so a teardown never follows a stale one.
+class ChainFrame
+{
+public:
+    // This frame, as its handle; set once by get_return_object.
+    std::coroutine_handle<> Frame() const noexcept { return self_; }
+
+    // A frame awaiting this Task, whose awaiter's `slot` owns this frame, suspends on it: from
+    // here until ResumedAwaiting(), a teardown of the awaiting frame frees this one first.
+    void SuspendedAwaiting(ChainFrame& awaiting, TaskFrame& slot) noexcept
+    {
+        awaiting.awaited_ = &slot;
+        awaiting_ = &awaiting;
+    }
+    void ResumedAwaiting() const noexcept
+    {
+        if (awaiting_)
+            awaiting_->awaited_ = nullptr;
+    }
+
+    // This frame suspends on `frames` (a combinator's awaiter): from here until ResumedOnFrames(),
+    // a teardown of this frame frees what `frames` owns first.
+    void SuspendedOnFrames(AwaitedFrames& frames) noexcept { awaitedFrames_ = &frames; }
+    void ResumedOnFrames() noexcept { awaitedFrames_ = nullptr; }
+
+protected:
+    ChainFrame() noexcept = default;
+    ChainFrame(const ChainFrame&) = delete;
+    ChainFrame& operator=(const ChainFrame&) = delete;
+    ~ChainFrame() = default;
+
+    void SetFrame(std::coroutine_handle<> self) noexcept { self_ = self; }
+
+private:
+    friend class TaskFrame;
+
+    // Takes the next frame this one owns through what it is suspended on out of its owner, or
+    // returns null where none is left.
+    ChainFrame* TakeAwaited() noexcept;
+
+    std::coroutine_handle<> self_;
+    // The awaiter's slot owning the Task frame this one is suspended awaiting, or null.
+    TaskFrame* awaited_ = nullptr;
+    // The combinator's awaiter this one is suspended on, or null.
+    AwaitedFrames* awaitedFrames_ = nullptr;
+    // The frame awaiting this one: set with its awaited_, or by the teardown taking this frame.
+    ChainFrame* awaiting_ = nullptr;
+};
+
+// What every Task promise carries besides its links: the awaiter to transfer to at the end, the
+// flow's stop token (inherited from the awaiting coroutine), the root of the chain when nobody
+// owns it, and what escaped the body.
+class TaskPromiseBase : public ChainFrame
 {
 public:
     struct FinalAwaiter
@@ -102,25 +171,7 @@ public:
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
-    // This frame, as its handle; set once by get_return_object.
-    std::coroutine_handle<> Frame() const noexcept { return self_; }
-
-    // A Task awaiting this one, whose awaiter's `slot` owns this frame, suspends on it: from
-    // here until ResumedAwaiting(), a teardown of the awaiting frame frees this one first.
-    void SuspendedAwaiting(TaskPromiseBase& awaiting, TaskFrame& slot) noexcept
-    {
-        awaiting.awaited_ = &slot;
-        awaitingTask_ = &awaiting;
-    }
-    void ResumedAwaiting() const noexcept
-    {
-        if (awaitingTask_)
-            awaitingTask_->awaited_ = nullptr;
-    }
-
 protected:
-    void SetFrame(std::coroutine_handle<> self) noexcept { self_ = self; }
-
     void RethrowIfFailed() const
     {
         if (exception_)
@@ -128,39 +179,40 @@ protected:
     }
 
 private:
-    friend class TaskFrame;
-
     std::coroutine_handle<> continuation_;
     StopToken token_;
     std::coroutine_handle<> unownedRoot_;
     std::exception_ptr exception_;
-    std::coroutine_handle<> self_;
-    // The awaiter's slot owning the Task frame this one is suspended awaiting, or null.
-    TaskFrame* awaited_ = nullptr;
-    // The Task promise awaiting this one (set with its awaited_), or null.
-    TaskPromiseBase* awaitingTask_ = nullptr;
 };
+
+inline ChainFrame* ChainFrame::TakeAwaited() noexcept
+{
+    // A frame is suspended on one Task or one combinator at a time, never both.
+    if (TaskFrame* slot = std::exchange(awaited_, nullptr))
+        return slot->Release();
+    if (awaitedFrames_)
+        return awaitedFrames_->TakeFrame();
+    return nullptr;
+}
 
 inline void TaskFrame::Reset() noexcept
 {
-    TaskPromiseBase* const top = std::exchange(promise_, nullptr);
+    ChainFrame* const top = std::exchange(promise_, nullptr);
     if (!top)
         return;
-    // Down to the deepest frame awaited, taking each from the awaiter slot that owns it, so the
-    // awaiting frame's later destruction finds that slot empty.
-    TaskPromiseBase* deepest = top;
-    while (TaskFrame* slot = std::exchange(deepest->awaited_, nullptr))
+    // A post-order walk of the tree of frames beneath `top`, without a stack: each frame taken
+    // from its owner on the way down records the frame it was taken for, so the walk climbs back
+    // to it once the frame is destroyed and takes its next child, if it has one. The owners are
+    // empty by the time the frames holding them are destroyed, so no destructor recurses.
+    for (ChainFrame* frame = top;;)
     {
-        TaskPromiseBase* const child = slot->Release();
-        if (!child)
-            break;
-        deepest = child;
-    }
-    // Up again through awaitingTask_, deepest first; `top` is the last, whatever awaits it.
-    for (TaskPromiseBase* frame = deepest;;)
-    {
-        TaskPromiseBase* const above = frame->awaitingTask_;
-        const bool last = frame == top;
+        while (ChainFrame* const child = frame->TakeAwaited())
+        {
+            child->awaiting_ = frame;
+            frame = child;
+        }
+        ChainFrame* const above = frame->awaiting_;
+        const bool last = frame == top; // `top` is the last, whatever awaits it
         frame->self_.destroy();
         if (last)
             return;
@@ -216,9 +268,9 @@ public:
 //
 // Lifetime: the frame lives as long as the Task (or the awaiter it moved into) that owns it.
 // Destroying a task that is suspended somewhere destroys its whole chain and is only safe when
-// nothing else will resume it (a ParkedWork's abandon path exists for that). The Task frames it
-// awaits are freed deepest first, each completely before the one awaiting it, in constant native
-// stack however deep the chain; WhenAll/WhenAny free their children as they are destroyed.
+// nothing else will resume it (a ParkedWork's abandon path exists for that). The frames it
+// awaits, through Tasks and WhenAll/WhenAny alike, are freed deepest first, each completely
+// before the one awaiting it, in constant native stack however deep the nesting.
 template <class T>
 class [[nodiscard("a Task does nothing until it is awaited")]] Task
 {
@@ -251,9 +303,9 @@ public:
             promise_type& promise = PromiseOf(frame_);
             promise.SetContinuation(awaiting);
             promise.InheritFrom(awaiting.promise());
-            // A Task awaiting a Task: linked for TaskFrame::Reset. Any other awaiting coroutine
-            // (a combinator's runner, a DetachedTask) frees this frame by destroying this awaiter.
-            if constexpr (std::is_base_of_v<detail::TaskPromiseBase, AwaitingPromise>)
+            // A Task or a combinator's runner awaiting a Task: linked for TaskFrame::Reset. Any
+            // other awaiting coroutine (a DetachedTask) frees it by destroying this awaiter.
+            if constexpr (std::is_base_of_v<detail::ChainFrame, AwaitingPromise>)
                 promise.SuspendedAwaiting(awaiting.promise(), frame_);
             return Handle::from_promise(promise); // start the child by symmetric transfer
         }

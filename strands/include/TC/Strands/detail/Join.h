@@ -22,6 +22,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -149,11 +150,12 @@ private:
 // The coroutine that runs one child between the awaiting coroutine and the child's task. It
 // carries the token the child observes and, where the awaiting chain belongs to nobody, names
 // itself as the child's unowned root: a park beneath a combinator still knows that nobody owns
-// its chain, and an executor that drops it frees this child alone.
+// its chain, and an executor that drops it frees this child alone. Its frame is a ChainFrame, so
+// a teardown of the awaiting Task frees it, and the child's chain beneath, in the same loop.
 class JoinRunner
 {
 public:
-    struct promise_type
+    struct promise_type : ChainFrame
     {
         struct FinalAwaiter
         {
@@ -187,7 +189,9 @@ public:
 
         JoinRunner get_return_object() noexcept
         {
-            return JoinRunner{std::coroutine_handle<promise_type>::from_promise(*this)};
+            const auto self = std::coroutine_handle<promise_type>::from_promise(*this);
+            SetFrame(self);
+            return JoinRunner{self};
         }
         std::suspend_always initial_suspend() const noexcept { return {}; }
         FinalAwaiter final_suspend() const noexcept { return {}; }
@@ -233,9 +237,12 @@ inline JoinRunner RunJoinChild(::TC::Task<void> task)
 
 // Awaited by the coroutine that joins. Owns the children's tasks until they start and the
 // runner frames until it is destroyed, so every frame outlives the last child's completion --
-// except a runner an executor's abandon freed, which releases its slot first.
+// except a runner an executor's abandon freed, which releases its slot first. Where a Task (a
+// ChainFrame) awaits it, a teardown of that Task takes the runners out one by one (TakeFrame)
+// before destroying it, so nesting combinators does not nest their destructors.
 template <JoinMode Mode>
-class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwaiter
+class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwaiter final
+    : public AwaitedFrames
 {
 public:
     explicit JoinAwaiter(std::vector<::TC::Task<void>> tasks) noexcept : tasks_(std::move(tasks)) {}
@@ -252,6 +259,22 @@ public:
     }
 
     bool await_ready() const noexcept { return tasks_.empty(); }
+
+    // For TaskFrame::Reset, in the runners' order, as this destructor would free them. A runner
+    // taken here is freed by its owner, not abandoned: its join is not told.
+    ChainFrame* TakeFrame() noexcept override
+    {
+        while (taken_ < runners_.size())
+        {
+            UniqueCoroHandle<JoinRunner::promise_type>& runner = runners_[taken_++];
+            if (runner)
+            {
+                runner.GetPromise().slot_ = nullptr;
+                return &runner.Release().promise();
+            }
+        }
+        return nullptr;
+    }
 
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> awaiting)
@@ -300,6 +323,13 @@ public:
         state_ = state;
         JoinState& join = *state;
         state.reset();
+        // Before any child starts: the awaiting coroutine may resume (and unlink) on the thread of
+        // the last one to finish.
+        if constexpr (std::is_base_of_v<ChainFrame, Promise>)
+        {
+            awaiting_ = &awaiting.promise();
+            awaiting_->SuspendedOnFrames(*this);
+        }
         // By handle: a child abandoned while starting releases its slot under this loop.
         for (std::size_t i = 0; i < count; ++i)
         {
@@ -313,6 +343,8 @@ public:
 
     auto await_resume()
     {
+        if (awaiting_)
+            std::exchange(awaiting_, nullptr)->ResumedOnFrames();
         if constexpr (Mode == JoinMode::All)
         {
             if (state_ && state_->escape_)
@@ -339,6 +371,9 @@ private:
     StopToken parentToken_;
     std::shared_ptr<JoinState> state_;
     std::vector<UniqueCoroHandle<JoinRunner::promise_type>> runners_;
+    // The awaiting frame this awaiter is linked to for teardown while suspended, or null.
+    ChainFrame* awaiting_ = nullptr;
+    std::size_t taken_ = 0; // runners_ before this one were taken by TakeFrame
 };
 
 template <class... Tasks>

@@ -1,6 +1,7 @@
 #pragma once
 // detail::UniqueCoroHandle<Promise>: the move-only owner of a coroutine frame (the combinators'
-// child runners; a Task frame has detail::TaskFrame, which frees a deep chain without recursing).
+// child runners; a Task frame has detail::TaskFrame, which frees a deep chain without recursing,
+// and takes the runners out of their owners first where a Task awaits the combinator).
 
 #include <coroutine>
 #include <utility>
