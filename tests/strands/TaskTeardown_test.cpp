@@ -151,6 +151,36 @@ void FreeOwnedNesting(bool any)
     CHECK(log == Ascending(0, kDeep)); // each level once, the leaf first, the root last
     (void)lot.TakeOne();               // the leaf's park, into a frame that is gone
 }
+
+// A nesting like FreeOwnedNesting's beneath a DetachedTask: nobody owns it, so each runner is
+// the unowned root of its child's chain.
+DetachedTask DetachedNesting(ManualExecutor* lot, int depth, bool any, std::vector<int>* log)
+{
+    FrameSentinel sentinel;
+    Recorded recorded(log, -1);
+    co_await NestedLevel(lot, depth, any, log);
+}
+
+// Builds it, parks its leaf and has the executor drop the park on a small stack: the leaf's
+// runner is freed, which leaves the join above it to nobody, whose root is then freed, and so on
+// up to the DetachedTask -- every level once, the leaf first.
+void AbandonUnownedNesting(bool any)
+{
+    REQUIRE(FrameSentinel::live.load() == 0);
+    ManualExecutor lot;
+    std::vector<int> log;
+    log.reserve(kDeep + 2);
+    DetachedNesting(&lot, kDeep, any, &log);
+    RunSteps(lot, kDeep + 1);
+    REQUIRE(lot.Pending() == 1);
+    REQUIRE(FrameSentinel::live.load() == kDeep + 2);
+
+    RunOnStackOf(kSmallStack, [&] { lot.DropAll(); });
+    CHECK(FrameSentinel::live.load() == 0);
+    std::vector<int> expected = Ascending(0, kDeep);
+    expected.push_back(-1);
+    CHECK(log == expected);
+}
 } // namespace
 
 TEST_CASE("Freeing a deep owned Task chain takes constant stack, deepest frame first",
@@ -250,4 +280,16 @@ TEST_CASE("Freeing a deep nesting through WhenAny from its owner takes constant 
           "[strands][whenany]")
 {
     FreeOwnedNesting(true);
+}
+
+TEST_CASE("Abandoning a deep unowned nesting through WhenAll frees it in constant stack",
+          "[strands][whenall]")
+{
+    AbandonUnownedNesting(false);
+}
+
+TEST_CASE("Abandoning a deep unowned nesting through WhenAny frees it in constant stack",
+          "[strands][whenany]")
+{
+    AbandonUnownedNesting(true);
 }

@@ -41,6 +41,33 @@ enum class ChildOutcome : std::uint8_t
     Failed,    // anything else escaped
 };
 
+// Frees the root of an awaiting chain that a child's abandonment left to nobody. Freeing a root
+// can complete the abandonment of the join above it in turn -- a nesting of unowned combinators,
+// where each runner is the root of its child's chain -- so a call made on a thread that is already
+// in here leaves its root to the loop of the call below instead of recursing: each root is freed
+// once the one beneath is completely gone, in constant native stack whatever the depth. Freeing
+// one root abandons at most one join (its own runner's: the joins inside its chain are freed by
+// their owners), so one pending slot is enough; a second, were there one, is freed at once.
+inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
+{
+    thread_local std::coroutine_handle<>* pending = nullptr;
+    if (pending && !*pending)
+    {
+        *pending = root;
+        return;
+    }
+    if (pending)
+    {
+        root.destroy();
+        return;
+    }
+    std::coroutine_handle<> next = root;
+    pending = &next;
+    while (next)
+        std::exchange(next, {}).destroy();
+    pending = nullptr;
+}
+
 inline constexpr std::size_t kNoWinner = std::numeric_limits<std::size_t>::max();
 inline constexpr std::size_t kFailedFirst = kNoWinner - 1;
 
@@ -134,8 +161,7 @@ public:
             return {};
         if (!abandoned_.load(std::memory_order_relaxed))
             return parent_;
-        const std::coroutine_handle<> root = parentRoot_;
-        root.destroy(); // nothing of this state is touched after it
+        FreeAbandonedRoot(parentRoot_); // nothing of this state is touched after it
         return {};
     }
 
