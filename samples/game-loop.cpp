@@ -452,6 +452,16 @@ int main()
         }
         // [/guide:drain]
 
+        // [guide:trim]
+        // The long job's large stack, and whatever a burst left beyond the workers' own caches,
+        // sit in the schedulers' pools: give them back to the game's allocator now, as a level
+        // change would. The pools refill as tasks end, up to SchedulerOptions::stackPoolBytes.
+        const std::size_t usedBefore = stacks.Used();
+        const std::size_t trimmed = workers.TrimStackPool() + host.TrimStackPool();
+        Check(trimmed >= TC::StackSize::Large && stacks.Used() <= usedBefore - trimmed,
+              "TrimStackPool gave the pooled stacks back");
+        // [/guide:trim]
+
         // Every frame applied once, in order, complete; the world matches a serial replay.
         std::vector<int> expectedFrames(kFrames);
         for (int i = 0; i < kFrames; ++i)
