@@ -132,15 +132,16 @@ std::vector<int> Ascending(int base, int depth)
     return labels;
 }
 
-// Builds a kDeep-level nesting through WhenAny or WhenAll under an owning Task, parks its leaf,
+// Builds a kDeep-level chain with makeRoot(executor, log) under an owning Task, parks its leaf,
 // drops the root on a small stack and checks every level went once, the leaf first.
-void FreeOwnedNesting(bool any)
+template <class MakeRoot>
+void FreeOwnedChain(MakeRoot makeRoot)
 {
     REQUIRE(FrameSentinel::live.load() == 0);
     ManualExecutor lot;
     std::vector<int> log;
     log.reserve(kDeep + 1);
-    Task<void> root = NestedLevel(&lot, kDeep, any, &log);
+    Task<void> root = makeRoot(&lot, &log);
     root.GetHandle().resume();
     RunSteps(lot, kDeep + 1);
     REQUIRE(lot.Pending() == 1);
@@ -150,6 +151,13 @@ void FreeOwnedNesting(bool any)
     CHECK(FrameSentinel::live.load() == 0);
     CHECK(log == Ascending(0, kDeep)); // each level once, the leaf first, the root last
     (void)lot.TakeOne();               // the leaf's park, into a frame that is gone
+}
+
+// The same through WhenAny or WhenAll at every level.
+void FreeOwnedNesting(bool any)
+{
+    FreeOwnedChain([any](ManualExecutor* lot, std::vector<int>* log)
+                   { return NestedLevel(lot, kDeep, any, log); });
 }
 
 // A nesting like FreeOwnedNesting's beneath a DetachedTask: nobody owns it, so each runner is
@@ -186,20 +194,8 @@ void AbandonUnownedNesting(bool any)
 TEST_CASE("Freeing a deep owned Task chain takes constant stack, deepest frame first",
           "[strands][task]")
 {
-    REQUIRE(FrameSentinel::live.load() == 0);
-    ManualExecutor lot;
-    std::vector<int> log;
-    log.reserve(kDeep + 1);
-    Task<void> root = Level(&lot, kDeep, 0, &log);
-    root.GetHandle().resume();
-    RunSteps(lot, kDeep + 1);
-    REQUIRE(lot.Pending() == 1);
-    REQUIRE(FrameSentinel::live.load() == kDeep + 1);
-
-    RunOnStackOf(kSmallStack, [&] { root = Task<void>(); });
-    CHECK(FrameSentinel::live.load() == 0);
-    CHECK(log == Ascending(0, kDeep)); // each level once, the leaf first, the root last
-    (void)lot.TakeOne();               // the leaf's park, into a frame that is gone
+    FreeOwnedChain([](ManualExecutor* lot, std::vector<int>* log)
+                   { return Level(lot, kDeep, 0, log); });
 }
 
 TEST_CASE("Freeing a Task chain through WhenAll frees both children's deep chains first",
