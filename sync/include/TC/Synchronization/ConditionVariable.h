@@ -78,7 +78,7 @@ public:
             Wait(lock, pred);
             return true;
         }
-        const detail::TimeBudget budget(timeout);
+        detail::TimeBudget budget(timeout);
         while (!pred())
         {
             const auto left = budget.Left();

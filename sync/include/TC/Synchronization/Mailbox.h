@@ -91,7 +91,7 @@ public:
     {
         if (timeout.IsInfinite())
             return Take();
-        const detail::TimeBudget budget(timeout);
+        detail::TimeBudget budget(timeout);
         for (;;)
         {
             if (std::optional<T> taken = TryTake())

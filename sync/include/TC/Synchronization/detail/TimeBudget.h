@@ -16,14 +16,22 @@ public:
         : budget_(timeout.ToChrono()), start_(std::chrono::steady_clock::now())
     {
     }
-    // Not positive once the budget is spent.
-    std::chrono::nanoseconds Left() const noexcept
+    // Not positive once the budget is spent. The first call answers the whole budget without
+    // reading the clock (a read costs 20-30 ns on some machines, as much as the rest of a timed
+    // wait): the wait it feeds then ends a little after start + timeout, never before.
+    std::chrono::nanoseconds Left() noexcept
     {
+        if (first_)
+        {
+            first_ = false;
+            return budget_;
+        }
         return budget_ - (std::chrono::steady_clock::now() - start_);
     }
 
 private:
     std::chrono::nanoseconds budget_;
     std::chrono::steady_clock::time_point start_;
+    bool first_ = true;
 };
 } // namespace TC::Synchronization::detail
