@@ -1168,20 +1168,26 @@ std::size_t SchedulerCore::StackPoolRoom(std::size_t size) const noexcept
 std::size_t SchedulerCore::TrimStackPool() noexcept
 {
     // A batch at a time out of the lock: the allocator's Deallocate (munmap) runs unlocked, and
-    // the pool's vectors keep their capacity, so the next release allocates nothing.
+    // the pool's vectors keep their capacity, so the next release allocates nothing. At most
+    // what the pool held at the first look: stacks released meanwhile do not keep it going.
     std::size_t freed = 0;
+    std::size_t taken = 0;
+    std::size_t limit = SIZE_MAX;
     for (;;)
     {
         std::array<StackMemory, kStackBatch> batch;
         std::size_t count = 0;
         {
             std::lock_guard lock(stackLock_);
+            if (limit == SIZE_MAX)
+                limit = pooledStackBytes_;
             for (auto& [size, stacks] : stackPool_)
-                while (count < batch.size() && !stacks.empty())
+                while (count < batch.size() && taken < limit && !stacks.empty())
                 {
                     batch[count++] = stacks.back();
                     stacks.pop_back();
                     pooledStackBytes_ -= size;
+                    taken += size;
                 }
         }
         if (count == 0)

@@ -304,10 +304,11 @@ public:
     // The scheduler running the calling task or pumping work on this thread, or nullptr.
     static Scheduler* Current() noexcept;
 
-    // Gives every stack the shared pool holds back to the stack allocator (after a burst, say:
-    // a level load that ran many tasks at once) and returns how many bytes that was. Stacks in
-    // use and the workers' own caches (up to 64 default-size stacks each) stay. Any thread, any
-    // time; the pool refills as tasks end, up to SchedulerOptions::stackPoolBytes.
+    // Gives the stacks the shared pool holds when it is called back to the stack allocator
+    // (after a burst, say: a level load that ran many tasks at once) and returns how many bytes
+    // that was; stacks released meanwhile may stay. Stacks in use and the workers' own caches
+    // (up to 64 default-size stacks each) stay. Any thread, any time while the scheduler lives;
+    // the pool refills as tasks end, up to SchedulerOptions::stackPoolBytes.
     std::size_t TrimStackPool() noexcept;
 
 private:
