@@ -1170,8 +1170,7 @@ std::size_t SchedulerCore::TrimStackPool() noexcept
     // A batch at a time out of the lock: the allocator's Deallocate (munmap) runs unlocked, and
     // the pool's vectors keep their capacity, so the next release allocates nothing. At most
     // what the pool held at the first look: stacks released meanwhile do not keep it going.
-    std::size_t freed = 0;
-    std::size_t taken = 0;
+    std::size_t freed = 0; // counted as the stacks are taken out, each freed right after
     std::size_t limit = SIZE_MAX;
     for (;;)
     {
@@ -1182,21 +1181,18 @@ std::size_t SchedulerCore::TrimStackPool() noexcept
             if (limit == SIZE_MAX)
                 limit = pooledStackBytes_;
             for (auto& [size, stacks] : stackPool_)
-                while (count < batch.size() && taken < limit && !stacks.empty())
+                while (count < batch.size() && freed < limit && !stacks.empty())
                 {
                     batch[count++] = stacks.back();
                     stacks.pop_back();
                     pooledStackBytes_ -= size;
-                    taken += size;
+                    freed += size;
                 }
         }
         if (count == 0)
             return freed;
         for (std::size_t i = 0; i < count; ++i)
-        {
             batch[i].allocator->Deallocate(batch[i].base, batch[i].size, batch[i].guard);
-            freed += batch[i].size;
-        }
     }
 }
 

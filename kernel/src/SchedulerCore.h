@@ -447,7 +447,8 @@ public:
     // count; true when this core is to be deleted now (no JoinHandle holds a block).
     bool Orphan() noexcept;
 
-    // Frees every stack the shared pool holds (Scheduler::TrimStackPool); the bytes freed.
+    // Frees the stacks the shared pool holds at its first look (Scheduler::TrimStackPool); the
+    // bytes freed.
     std::size_t TrimStackPool() noexcept;
 
 private:

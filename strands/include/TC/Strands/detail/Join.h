@@ -51,14 +51,12 @@ enum class ChildOutcome : std::uint8_t
 inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 {
     thread_local std::coroutine_handle<>* pending = nullptr;
-    if (pending && !*pending)
-    {
-        *pending = root;
-        return;
-    }
     if (pending)
     {
-        root.destroy();
+        if (*pending)
+            root.destroy();
+        else
+            *pending = root;
         return;
     }
     std::coroutine_handle<> next = root;
