@@ -8,6 +8,8 @@
 
 #include "Timers.h"
 
+#include "DeadlineClock.h"
+
 #include "Diagnostics.h"
 #include "Resume.h"
 #include "ThreadState.h"
@@ -332,7 +334,8 @@ private:
 
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept
 {
-    node.deadline = DeadlineAfter(SteadyNowNanoseconds(), timeout.Nanoseconds());
+    // Never early, and cheaper than a steady-clock read where the TSC serves (DeadlineClock.h).
+    node.deadline = DeadlineAfter(DeadlineNowNanoseconds(), timeout.Nanoseconds());
     node.child = node.sibling = node.prev = nullptr;
     node.entry = &entry;
     node.state.store(kTimerArming, std::memory_order_relaxed);

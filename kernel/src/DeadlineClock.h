@@ -1,0 +1,32 @@
+#pragma once
+// DeadlineClock: the "now" a timed wait measures its deadline from. Where the processor's
+// time-stamp counter is the kernel's own clock source (x86-64 Linux with an invariant TSC), it
+// is one unordered TSC read scaled by a calibration the callers keep fresh between them: about
+// 11 ns on the reference machine against 29 ns for a steady_clock read, and that read was a
+// third of a timed wait there. Elsewhere, and until the calibration exists, it is the steady
+// clock itself.
+//
+// The answer is an upper bound of steady_clock's now, so a deadline built on it is never early:
+//   - the scale is the steady nanoseconds per tick measured over at least kCalibrationNs, plus
+//     a margin (kRateMargin) above the most an NTP slew can change that rate;
+//   - it is applied only from an anchor (a TSC read bracketed by two steady reads, credited
+//     with the later one) at most kAnchorMaxAgeNs old; an older one is replaced by the caller
+//     that finds it so, which reads the steady clock that once;
+//   - every replacement checks the old anchor's prediction against the steady clock, and a
+//     prediction found early turns the TSC off for the life of the process.
+// So an answer is late by at most kDeadlineClockSlackNs (the margin over one anchor's life, the
+// bracket and the reorder slack), a bound tests hold it to.
+
+#include <cstdint>
+
+namespace TC::detail
+{
+// Never below a steady_clock read that happened before the call; never more than
+// kDeadlineClockSlackNs above one made right after it.
+std::int64_t DeadlineNowNanoseconds() noexcept;
+
+inline constexpr std::int64_t kDeadlineClockSlackNs = 25'000;
+
+// Whether answers come from the TSC now (a calibration exists and nothing turned it off).
+bool DeadlineClockUsesTsc() noexcept;
+} // namespace TC::detail
