@@ -1,4 +1,4 @@
-#include "DeadlineClock.h"
+#include <TC/detail/DeadlineClock.h>
 
 #include "Timers.h"
 

@@ -8,7 +8,7 @@
 
 #include "Timers.h"
 
-#include "DeadlineClock.h"
+#include <TC/detail/DeadlineClock.h>
 
 #include "Diagnostics.h"
 #include "Resume.h"

@@ -2,8 +2,8 @@
 // slack above it, from several threads at once, across anchor refreshes and recalibrations;
 // TC_DEADLINE_CLOCK=steady turns the TSC off ([steady], run by ctest with that variable set).
 
-#include "DeadlineClock.h"
 #include "Timers.h"
+#include <TC/detail/DeadlineClock.h>
 
 #include <TC/Core.h>
 

@@ -496,6 +496,55 @@ TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout
     CHECK(notified);
 }
 
+TEST_CASE("ConditionVariable::WaitFor with a predicate, notified over and over, waits its whole "
+          "timeout",
+          "[cv][timeout]")
+{
+    // Every notification ends one wait with the predicate still false, so the time budget is
+    // consulted again and again: its start must never be later than the call, nor its reads
+    // make the total shorter than the timeout.
+    TC::EnableTimers();
+    Mutex mutex;
+    ConditionVariable cv;
+    std::atomic<bool> stop{false};
+    std::thread notifier(
+        [&]
+        {
+            while (!stop.load())
+            {
+                cv.NotifyAll();
+                std::this_thread::sleep_for(200us);
+            }
+        });
+    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    {
+        INFO("waiter: " << Name(kind));
+        std::atomic<int> early{0};
+        std::atomic<int> passed{0};
+        Waiters w;
+        w.Start(
+            kind,
+            [&]
+            {
+                for (int round = 0; round < 20; ++round)
+                {
+                    const auto timeout = std::chrono::microseconds(300 + 700 * (round % 5));
+                    std::unique_lock lock(mutex);
+                    const auto start = std::chrono::steady_clock::now();
+                    const bool met = cv.WaitFor(lock, timeout, [] { return false; });
+                    early += std::chrono::steady_clock::now() - start < timeout;
+                    passed += met;
+                }
+            },
+            [] { return std::suspend_never{}; });
+        CHECK(w.WaitFinished(1));
+        CHECK(early == 0);
+        CHECK(passed == 0);
+    }
+    stop = true;
+    notifier.join();
+}
+
 TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, past their timeout",
           "[cv][timeout]")
 {

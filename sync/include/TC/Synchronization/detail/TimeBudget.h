@@ -2,8 +2,10 @@
 // TimeBudget: what is left of a finite timeout across the retries of one timed wait.
 
 #include <TC/Duration.h>
+#include <TC/detail/DeadlineClock.h>
 
 #include <chrono>
+#include <cstdint>
 
 namespace TC::Synchronization::detail
 {
@@ -12,26 +14,28 @@ namespace TC::Synchronization::detail
 class TimeBudget
 {
 public:
-    explicit TimeBudget(Duration timeout) noexcept
-        : budget_(timeout.ToChrono()), start_(std::chrono::steady_clock::now())
-    {
-    }
-    // Not positive once the budget is spent. The first call answers the whole budget without
-    // reading the clock (a read costs 20-30 ns on some machines, as much as the rest of a timed
-    // wait): the wait it feeds then ends a little after start + timeout, never before.
+    explicit TimeBudget(Duration timeout) noexcept : budget_(timeout.ToChrono()) {}
+    // Not positive once the budget is spent. The budget starts at the first call, which answers
+    // all of it: a wait that finds its value at once reads no clock. The start is the deadline
+    // clock's (an upper bound of the steady clock, TC/detail/DeadlineClock.h) and the later
+    // reads the steady clock's, so the time spent is never overstated: the waits end a little
+    // after the first call + timeout, never before.
     std::chrono::nanoseconds Left() noexcept
     {
-        if (first_)
+        if (startNs_ == kNotStarted)
         {
-            first_ = false;
+            startNs_ = TC::detail::DeadlineNowNanoseconds();
             return budget_;
         }
-        return budget_ - (std::chrono::steady_clock::now() - start_);
+        const std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count();
+        return budget_ - std::chrono::nanoseconds(nowNs - startNs_);
     }
 
 private:
+    static constexpr std::int64_t kNotStarted = INT64_MIN;
     std::chrono::nanoseconds budget_;
-    std::chrono::steady_clock::time_point start_;
-    bool first_ = true;
+    std::int64_t startNs_ = kNotStarted;
 };
 } // namespace TC::Synchronization::detail

@@ -1,5 +1,6 @@
 #pragma once
-// DeadlineClock: the "now" a timed wait measures its deadline from. Where the processor's
+// DeadlineClock: the "now" a timed wait measures its deadline from (the kernel's timers, and the
+// Synchronization layer's time budgets; not an API for programs). Where the processor's
 // time-stamp counter is the kernel's own clock source (x86-64 Linux with an invariant TSC), it
 // is one unordered TSC read scaled by a calibration the callers keep fresh between them: about
 // 11 ns on the reference machine against 29 ns for a steady_clock read, and that read was a
