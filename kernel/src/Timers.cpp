@@ -94,6 +94,9 @@ public:
 
     void Start()
     {
+        // Here rather than in the first timed wait: it reads the kernel's clock source from a
+        // file once, and takes the first point of the deadline clock's calibration.
+        DeadlineNowNanoseconds();
         std::lock_guard lock(lock_);
         if (thread_.joinable())
             return;
