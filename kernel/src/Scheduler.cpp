@@ -1582,6 +1582,9 @@ using namespace detail;
 Scheduler::Scheduler(SchedulerOptions options)
     : core_(std::make_unique<SchedulerCore>(this, std::move(options)))
 {
+    // RunFor's checks read the deadline clock: its one-time set-up (a read of the kernel's
+    // clock source) happens here, not in a host's first frame.
+    DeadlineNowNanoseconds();
 }
 
 Scheduler::Scheduler(unsigned workerCount)

@@ -83,6 +83,41 @@ TEST_CASE("RunFor checks its budget between tasks, runs at least one, overruns b
         task.Join();
 }
 
+TEST_CASE("RunFor spends its budget: it stops no earlier than the deadline clock's slack allows")
+{
+    // The check between tasks reads the deadline clock, which may run up to 25 us ahead of the
+    // steady clock: the turn may end that much early, and no more.
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kSlack = std::chrono::microseconds(25);
+    Scheduler host(0);
+    std::vector<JoinHandle> tasks;
+    for (int i = 0; i < 4000; ++i) // about 1 us each: 4 ms of work for a 2 ms budget
+        tasks.push_back(host.Start(
+            []
+            {
+                const auto until = Clock::now() + std::chrono::microseconds(1);
+                while (Clock::now() < until)
+                {
+                }
+            }));
+    for (int round = 0; round < 5; ++round)
+    {
+        const auto begin = Clock::now();
+        const PumpResult result = host.RunFor(2ms);
+        const auto spent = Clock::now() - begin;
+        if (result.pending == 0)
+            break; // ran out of work before the budget: nothing to check this round
+        INFO("round " << round << ": ran " << result.ran << ", spent "
+                      << std::chrono::duration_cast<std::chrono::microseconds>(spent).count()
+                      << " us");
+        CHECK(spent >= 2ms - kSlack);
+        CHECK(result.left <= Duration(kSlack));
+    }
+    host.RunUntilIdle();
+    for (auto& task : tasks)
+        task.Join();
+}
+
 TEST_CASE("Priorities: the host can run only this frame's work")
 {
     Scheduler host(0);

@@ -271,7 +271,10 @@ public:
     // Runs what was queued when the call began, at most maxTasks of it. Never blocks.
     PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Normal);
     // Runs work until the budget is spent, checking the clock between tasks; always runs at least
-    // one when any is queued, so it overruns the budget by at most one task.
+    // one when any is queued, so it overruns the budget by at most one task. The check between
+    // tasks reads the deadline clock (<TC/detail/DeadlineClock.h>: one TSC read where the TSC
+    // is the kernel's clock), whose answer may run up to 25 us ahead of the steady clock's: a
+    // turn may end that much before its budget is spent, never later for it.
     PumpResult RunFor(Duration budget, Priority lowest = Priority::Normal);
     // Runs until nothing is queued (tasks suspended on something else do not count).
     PumpResult RunUntilIdle(Priority lowest = Priority::Normal);
