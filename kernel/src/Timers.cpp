@@ -8,14 +8,13 @@
 
 #include "Timers.h"
 
-#include <TC/detail/DeadlineClock.h>
-
 #include "Diagnostics.h"
 #include "Resume.h"
 #include "ThreadState.h"
 
 #include <TC/Checked.h>
 #include <TC/Suspend.h>
+#include <TC/detail/DeadlineClock.h>
 #include <TC/detail/SpinLock.h>
 
 #include <algorithm>

@@ -8,11 +8,11 @@
 // clock itself.
 //
 // The answer is an upper bound of steady_clock's now, so a deadline built on it is never early:
-//   - the scale is the steady nanoseconds per tick measured over at least kCalibrationNs, plus
-//     a margin (kRateMargin) above the most an NTP slew can change that rate;
+//   - the scale is the most steady nanoseconds per tick that an interval of at least 50 ms can
+//     have had, plus 1/1024 (above the 500 ppm an NTP slew can change that rate);
 //   - it is applied only from an anchor (a TSC read bracketed by two steady reads, credited
-//     with the later one) at most kAnchorMaxAgeNs old; an older one is replaced by the caller
-//     that finds it so, which reads the steady clock that once;
+//     with the later one) at most 10 ms old; an older one is replaced by the caller that finds
+//     it so, which reads the steady clock three times for it;
 //   - every replacement checks the old anchor's prediction against the steady clock, and a
 //     prediction found early turns the TSC off for the life of the process.
 // So an answer is late by at most kDeadlineClockSlackNs (the margin over one anchor's life, the
