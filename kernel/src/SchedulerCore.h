@@ -287,6 +287,11 @@ public:
         }
         queue->Pop();
         --worker.fairnessCountdown;
+        // The task after this one starts next, in place, from this same check: fetch the block
+        // lines it reads and writes now (a burst of 1000 queued starts spans 384 KB, past L1).
+        if (std::uintptr_t following = queue->Front())
+            for (std::size_t offset = 64; offset < kTaskBytes; offset += 64)
+                __builtin_prefetch(reinterpret_cast<unsigned char*>(following) + offset, 1);
         return task;
     }
     bool HasQueuedWork(Priority lowest) const noexcept;
