@@ -864,8 +864,9 @@ void SchedulerCore::Idle(Worker& worker)
     if (policy != IdlePolicy::Sleep)
     {
         // Bounded by time, not by a count: a pause instruction lasts from 10 to 150 cycles
-        // depending on the processor.
-        const std::int64_t until = SteadyNowNanoseconds() + kSpinNanoseconds;
+        // depending on the processor. The clock is first read after 32 pauses, not on entry, so
+        // work that arrives at once (a worker between two posts) is taken without that read.
+        std::int64_t until = 0;
         for (unsigned i = 1;; ++i)
         {
             if (HasQueuedWork(Priority::Normal) || exit_.load(std::memory_order_relaxed))
@@ -874,8 +875,14 @@ void SchedulerCore::Idle(Worker& worker)
                 std::this_thread::yield();
             else
                 CpuRelax();
-            if (policy == IdlePolicy::SpinThenSleep && i % 32 == 0 && SteadyNowNanoseconds() >= until)
-                break;
+            if (policy == IdlePolicy::SpinThenSleep && i % 32 == 0)
+            {
+                const std::int64_t now = SteadyNowNanoseconds();
+                if (until == 0)
+                    until = now + kSpinNanoseconds;
+                else if (now >= until)
+                    break;
+            }
         }
     }
     RegisterSleeper(worker.parker);
