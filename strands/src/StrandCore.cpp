@@ -195,7 +195,7 @@ std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept
 }
 
 StrandCore::StrandCore(IExecutor& base, StrandOptions options)
-    : base_(base), options_(std::move(options))
+    : base_(base), options_(std::move(options)), queue_(options_.initialCapacity)
 {
     if (options_.batch == 0)
         options_.batch = 1;
@@ -204,13 +204,12 @@ StrandCore::StrandCore(IExecutor& base, StrandOptions options)
 
 StrandCore::~StrandCore()
 {
-    std::unique_ptr<StrandEntry[]> entries;
-    std::size_t count = 0;
+    TakenEntries entries;
     {
         std::lock_guard<StrandLock> lock(mutex_);
-        TakeAllLocked(entries, count);
+        entries = queue_.TakeAll();
     }
-    DropAll(std::move(entries), count);
+    entries.DropAll();
 }
 
 void StrandCore::Submit(std::coroutine_handle<> handle)
@@ -253,8 +252,7 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
     if (retired_)
         return EnqueueResult::Forward;
     // Every step that can throw comes before anything is published.
-    if (count_ + taken_ == capacity_)
-        GrowLocked();
+    queue_.Reserve();
     if (phase_ == PumpPhase::Idle)
     {
         if (!pump_)
@@ -284,41 +282,39 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
             // pump that could not be replaced) is abandoned as destruction abandons it; the
             // refused submitter's own work was never queued; the strand starts afresh.
             phase_ = PumpPhase::Idle;
-            TakeAllLocked(abandoned.entries, abandoned.count);
+            abandoned.entries = queue_.TakeAll();
             waiters_.WakeAllLocked();
             throw;
         }
     }
     // Last, so every refusal above leaves the caller's callable untouched. The pump cannot read
     // the slot before this lock is released.
-    StrandEntry& slot = ring_[(head_ + count_) & (capacity_ - 1)];
+    StrandEntry& slot = queue_.Slot();
     slot = pending.entry;
     if (pending.constructInline)
         pending.constructInline(slot, pending.source);
     else if (pending.construct)
         slot.call = pending.construct(pending.storage, pending.source); // a throw: not queued
-    ++count_;
+    queue_.Commit();
     return EnqueueResult::Queued;
 }
 
 void StrandCore::DropAbandoned(Abandoned& abandoned) noexcept
 {
     DroppingGuard dropping(this);
-    DropAll(std::move(abandoned.entries), std::exchange(abandoned.count, 0));
+    abandoned.entries.DropAll();
 }
 
 void StrandCore::DropRefusedHandOff(std::unique_lock<StrandLock>& lock,
                                     PumpPhase meanwhile) noexcept
 {
-    std::unique_ptr<StrandEntry[]> entries;
-    std::size_t count = 0;
     lock.lock();
-    TakeAllLocked(entries, count);
+    TakenEntries entries = queue_.TakeAll();
     phase_ = meanwhile;
     lock.unlock();
     {
         RefusedHandOffGuard dropping(this);
-        DropAll(std::move(entries), count);
+        entries.DropAll();
     }
     lock.lock();
     HandOffFinished(lock);
@@ -340,46 +336,6 @@ std::coroutine_handle<> StrandCore::MakePumpLocked()
     return pump.handle;
 }
 
-void StrandCore::GrowLocked()
-{
-    std::size_t capacity = capacity_ ? capacity_ * 2 : 2;
-    while (capacity < options_.initialCapacity || capacity <= count_ + taken_)
-        capacity *= 2;
-    auto ring = std::make_unique<StrandEntry[]>(capacity);
-    // The running pump's taken slots stay reserved just behind head_, so it can put back.
-    for (std::size_t i = 0; i < count_; ++i)
-        ring[taken_ + i] = ring_[(head_ + i) & (capacity_ - 1)];
-    ring_ = std::move(ring);
-    capacity_ = capacity;
-    head_ = taken_;
-}
-
-void StrandCore::TakeAllLocked(std::unique_ptr<StrandEntry[]>& into, std::size_t& count)
-{
-    count = 0;
-    taken_ = 0; // the pump puts nothing back into a ring it no longer has (closed or abandoned)
-    if (count_ == 0)
-        return;
-    // The queue's own ring is handed over whole, so taking never allocates; the next submit
-    // makes room again.
-    auto ring = std::move(ring_);
-    const std::size_t capacity = std::exchange(capacity_, 0);
-    const std::size_t head = std::exchange(head_, 0);
-    // Rotated, not copied slot by slot to the front: once the queue wraps, a front slot still
-    // holds an entry not yet moved (copying overwrote it, so some entries were dropped twice and
-    // others never). Entries are trivially copyable, so the rotation cannot throw.
-    static_assert(std::is_trivially_copyable_v<StrandEntry>);
-    std::rotate(ring.get(), ring.get() + head, ring.get() + capacity);
-    count = std::exchange(count_, 0);
-    into = std::move(ring);
-}
-
-void StrandCore::DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t count) noexcept
-{
-    for (std::size_t i = 0; i < count; ++i)
-        entries[i].Drop();
-}
-
 void StrandCore::Seal()
 {
     std::lock_guard<StrandLock> lock(mutex_);
@@ -388,8 +344,7 @@ void StrandCore::Seal()
 
 void StrandCore::Close() noexcept
 {
-    std::unique_ptr<StrandEntry[]> entries;
-    std::size_t count = 0;
+    TakenEntries entries;
     std::coroutine_handle<> idlePump;
     // Called from a call dropped by this thread's own refused hand-off (its destructor released
     // the strand's owner): that hand-off and its turn end after this returns, and find the strand
@@ -402,7 +357,7 @@ void StrandCore::Close() noexcept
         sealed_ = true;
         // A refused hand-off gives its submitter's work back out of the queue: let it finish.
         waiters_.WaitUntil(lock, [this, heldHere] { return handOffs_ == heldHere; });
-        TakeAllLocked(entries, count);
+        entries = queue_.TakeAll();
         if (phase_ == PumpPhase::Idle)
         {
             idlePump = std::exchange(pump_, nullptr);
@@ -418,7 +373,7 @@ void StrandCore::Close() noexcept
     if (idlePump)
         idlePump.destroy(); // suspended and queued nowhere: ours to free
     DroppingGuard dropping(this);
-    DropAll(std::move(entries), count);
+    entries.DropAll();
 }
 
 bool StrandCore::Idle() const
@@ -426,7 +381,7 @@ bool StrandCore::Idle() const
     std::lock_guard<StrandLock> lock(mutex_);
     if (phase_ == PumpPhase::Running)
         return false;
-    return count_ == 0 || closed_;
+    return queue_.Empty() || closed_;
 }
 
 void StrandCore::WaitIdle()
@@ -434,9 +389,8 @@ void StrandCore::WaitIdle()
     if (RunningHere())
         throw std::logic_error("TC::Strand::WaitIdle: called from the strand's own task");
     std::unique_lock<StrandLock> lock(mutex_);
-    waiters_.WaitUntil(lock, [this] {
-        return phase_ != PumpPhase::Running && (count_ == 0 || closed_);
-    });
+    waiters_.WaitUntil(lock, [this]
+                       { return phase_ != PumpPhase::Running && (queue_.Empty() || closed_); });
 }
 
 bool StrandCore::RunningHere() const noexcept
@@ -504,30 +458,12 @@ bool StrandCore::RunBatch()
 std::size_t StrandCore::TakeChunk(StrandEntry* into, std::size_t most)
 {
     std::lock_guard<StrandLock> lock(mutex_);
-    taken_ = 0;
     if (closed_)
+    {
+        queue_.EndTake();
         return 0;
-    const std::size_t taken = std::min(most, count_);
-    for (std::size_t i = 0; i < taken; ++i)
-    {
-        into[i] = ring_[head_];
-        head_ = (head_ + 1) & (capacity_ - 1);
     }
-    count_ -= taken;
-    taken_ = taken;
-    return taken;
-}
-
-void StrandCore::PutBackLocked(StrandEntry* entries, std::size_t count) noexcept
-{
-    // count <= taken_: the slots just behind head_ were kept free for exactly this.
-    for (std::size_t i = count; i-- > 0;)
-    {
-        head_ = (head_ + capacity_ - 1) & (capacity_ - 1);
-        ring_[head_] = entries[i];
-    }
-    count_ += count;
-    taken_ = 0;
+    return queue_.TakeChunk(into, most);
 }
 
 void StrandCore::RunEntry(StrandEntry& entry)
@@ -572,10 +508,10 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
     // mutex_ (destroying it under our own lock deadlocked this thread).
     std::shared_ptr<StrandCore> keep;
     std::unique_lock<StrandLock> lock(mutex_);
-    taken_ = 0;
+    queue_.EndTake();
     if (closed_)
         return ExitLocked();
-    if (count_ == 0)
+    if (queue_.Empty())
     {
         if (RetiresWhenDry())
         {
@@ -604,7 +540,7 @@ TurnEnd StrandCore::EndTurn(std::coroutine_handle<> pump, bool batchSpent)
             return ExitLocked();
         // Posted while the queue was dropped (the lock was free then): this turn runs it, as
         // with a batch not yet spent, rather than leave it queued behind an Idle pump.
-        if (count_ != 0)
+        if (!queue_.Empty())
             return TurnEnd::Continue;
         if (RetiresWhenDry())
         {
@@ -631,9 +567,9 @@ void StrandCore::OnTaskThrew(StrandEntry* untried, std::size_t untriedCount) noe
             untried[i].Drop();
         return;
     }
-    PutBackLocked(untried, untriedCount); // ahead of everything queued since: order is kept
+    queue_.PutBack(untried, untriedCount); // ahead of everything queued since: order is kept
     phase_ = PumpPhase::Idle;
-    if (count_ == 0 && !RetiresWhenDry())
+    if (queue_.Empty() && !RetiresWhenDry())
     {
         waiters_.WakeAllLocked();
         return;
@@ -688,21 +624,20 @@ void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
         pumpDroppedInline_ = true;
         return;
     }
-    std::unique_ptr<StrandEntry[]> entries;
-    std::size_t count = 0;
+    TakenEntries entries;
     {
         std::lock_guard<StrandLock> lock(mutex_);
         if (pump_ != pump)
             return; // exited, closed or replaced: nothing refers to it
         // The base dropped the pump it had queued (it shut down): nothing will run the queue.
         pump_ = nullptr;
-        TakeAllLocked(entries, count);
+        entries = queue_.TakeAll();
         phase_ = closed_ ? PumpPhase::Exited : PumpPhase::Idle;
         waiters_.WakeAllLocked();
     }
     {
         DroppingGuard dropping(this);
-        DropAll(std::move(entries), count);
+        entries.DropAll();
     }
     OnStranded(); // the frame's own reference is still held: the promise's `keep` outlives this
 }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -356,4 +357,85 @@ TEST_CASE("A pump that cannot be replaced after a task throws leaves the queue t
     base.RunAll();
     CHECK(ran == 11); // the queue's work first, in order, then the new post
     CHECK(strand.Idle());
+}
+
+// The strand's queue (StrandQueue) directly: a backlog that keeps spanning segment boundaries
+// reuses its emptied segments, and one that drained gives all but a few back.
+namespace
+{
+void PushTo(detail::StrandQueue& queue)
+{
+    queue.Reserve();
+    queue.Slot() = detail::StrandEntry{};
+    queue.Commit();
+}
+
+std::size_t Drain(detail::StrandQueue& queue, std::size_t most)
+{
+    detail::StrandEntry chunk[16];
+    std::size_t drained = 0;
+    while (drained < most)
+    {
+        const std::size_t taken = queue.TakeChunk(chunk, std::min<std::size_t>(16, most - drained));
+        if (taken == 0)
+            break;
+        drained += taken;
+    }
+    queue.EndTake();
+    return drained;
+}
+} // namespace
+
+TEST_CASE("A strand queue's standing backlog across segments allocates nothing",
+          "[strands][allocation]")
+{
+    detail::StrandQueue queue(16);
+    // Warm up: a backlog of 3000 (segments up to the largest size), then a standing backlog of
+    // about 1500 that moves through them: every segment the head leaves is one the tail reuses.
+    for (int i = 0; i < 3000; ++i)
+        PushTo(queue);
+    REQUIRE(Drain(queue, 1500) == 1500);
+    for (int round = 0; round < 20; ++round)
+    {
+        for (int i = 0; i < 600; ++i)
+            PushTo(queue);
+        REQUIRE(Drain(queue, 600) == 600);
+    }
+    long allocations = 0;
+    {
+        Armed armed;
+        for (int round = 0; round < 200; ++round)
+        {
+            for (int i = 0; i < 600; ++i)
+                PushTo(queue);
+            Drain(queue, 600);
+        }
+        allocations = armed.Count();
+    }
+    CHECK(queue.Count() == 1500);
+    CHECK(allocations == 0);
+    Drain(queue, 1500);
+    CHECK(queue.Empty());
+}
+
+TEST_CASE("A strand queue gives a drained backlog's segments back", "[strands][allocation]")
+{
+    detail::StrandQueue queue(16);
+    constexpr std::size_t kBacklog = 100'000;
+    constexpr std::size_t kSegments = kBacklog / detail::StrandQueue::kMaxSegmentEntries;
+    for (std::size_t i = 0; i < kBacklog; ++i)
+        PushTo(queue);
+    REQUIRE(Drain(queue, kBacklog) == kBacklog);
+    long allocations = 0;
+    {
+        Armed armed;
+        for (std::size_t i = 0; i < kBacklog; ++i)
+            PushTo(queue);
+        allocations = armed.Count();
+    }
+    // Only the spares (and the tail segment the drain left) were kept: the same backlog again
+    // allocates nearly all of its segments anew. A ring that never shrinks would allocate none.
+    CHECK(allocations >= static_cast<long>(kSegments - detail::StrandQueue::kSpareSegments - 1));
+    CHECK(allocations <= static_cast<long>(kSegments + 1));
+    REQUIRE(Drain(queue, kBacklog) == kBacklog);
 }

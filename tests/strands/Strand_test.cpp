@@ -308,18 +308,26 @@ TEST_CASE("A refused base submit leaves a keyed post's callable with the submitt
 TEST_CASE("A task that throws mid-chunk leaves the rest of the chunk queued in order",
           "[strands][strand]")
 {
-    ManualExecutor base;
-    Strand strand(base);
-    std::vector<int> order;
-    strand.Post([&order] { order.push_back(1); });
-    strand.Post([] { throw std::runtime_error("task failed"); });
-    for (int i = 2; i < 6; ++i)
-        strand.Post([&order, i] { order.push_back(i); });
-    CHECK_THROWS_WITH(base.RunOne(), "task failed");
-    strand.Post([&order] { order.push_back(6); });
-    base.RunAll();
-    CHECK(order == std::vector<int>{1, 2, 3, 4, 5, 6});
-    CHECK(strand.Idle());
+    // A chunk never reaches past its queue segment: with a first segment of 4 the chunk is
+    // 1, throw, 2, 3 and 4 and 5 wait in the next segment; with 3 the put-back is one entry.
+    for (std::size_t initialCapacity : {16u, 4u, 3u, 2u})
+    {
+        INFO("initialCapacity " << initialCapacity);
+        ManualExecutor base;
+        StrandOptions options;
+        options.initialCapacity = initialCapacity;
+        Strand strand(base, options);
+        std::vector<int> order;
+        strand.Post([&order] { order.push_back(1); });
+        strand.Post([] { throw std::runtime_error("task failed"); });
+        for (int i = 2; i < 6; ++i)
+            strand.Post([&order, i] { order.push_back(i); });
+        CHECK_THROWS_WITH(base.RunOne(), "task failed");
+        strand.Post([&order] { order.push_back(6); });
+        base.RunAll();
+        CHECK(order == std::vector<int>{1, 2, 3, 4, 5, 6});
+        CHECK(strand.Idle());
+    }
 }
 
 TEST_CASE("What a task throws propagates to whoever resumed the pump", "[strands][strand]")
@@ -607,7 +615,7 @@ TEST_CASE("A pump dropped by its base during a hand-off may destroy its strand f
     CHECK(base.Pending() == 0);
 }
 
-TEST_CASE("Close drops each queued call exactly once when the queue has wrapped round its ring",
+TEST_CASE("Close drops each queued call exactly once when the queue spans two segments",
           "[strands][strand]")
 {
     // A callable too big for an entry, counting its destructions by id.
@@ -633,10 +641,10 @@ TEST_CASE("Close drops each queued call exactly once when the queue has wrapped 
     options.batch = 2;
     Strand strand(base, options);
     for (int i = 0; i < 4; ++i)
-        strand.Post(Tracked(i)); // the ring is full: slots 0-3
+        strand.Post(Tracked(i)); // the first segment is full: slots 0-3
     REQUIRE(base.RunOne());      // the pump runs 0 and 1 (its batch) and queues itself again
     for (int i = 4; i < 6; ++i)
-        strand.Post(Tracked(i)); // slots 0 and 1: the queue wraps (2, 3, 4, 5)
+        strand.Post(Tracked(i)); // a second segment: the queue is 2, 3 | 4, 5
     strand.Close();              // drops 2-5
     base.RunAll();
     for (int i = 0; i < 6; ++i)

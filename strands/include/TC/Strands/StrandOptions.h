@@ -16,8 +16,10 @@ struct StrandOptions
     // Called around every task, on the thread that runs it, under the strand's ExecutorScope; it
     // must call task() once. Unset, it costs one branch per task.
     std::function<void(RunTask& task)> aroundTask;
-    // Queue room made on the first submit; the queue doubles when full (the only steady-state
-    // allocation, and only while the backlog grows past what it has seen).
+    // Entries the queue's first segment holds, made on the first submit. A backlog past it links
+    // on segments twice the largest so far (up to 512 entries, 28 KB), never copying what is
+    // queued; emptied segments are reused, up to four kept spare, the rest given back. A
+    // backlog that stays within what it has seen (give or take three segments) allocates nothing.
     std::size_t initialCapacity = 16;
 };
 } // namespace TC

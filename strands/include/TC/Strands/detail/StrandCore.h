@@ -6,6 +6,7 @@
 #include <TC/Executor.h>
 #include <TC/Strands/RunTask.h>
 #include <TC/Strands/StrandOptions.h>
+#include <TC/Strands/detail/StrandQueue.h>
 #include <TC/Strands/detail/WaitList.h>
 #include <TC/detail/SpinLock.h>
 
@@ -74,8 +75,7 @@ struct PendingEntry
 // outside every lock (StrandCore::DropAbandoned).
 struct Abandoned
 {
-    std::unique_ptr<StrandEntry[]> entries;
-    std::size_t count = 0;
+    TakenEntries entries;
 };
 
 class StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
@@ -126,7 +126,7 @@ public:
     // kills the pump (the dead frame itself is freed later, on the thread it died on).
     static constexpr long PumpReferences = 1;
     bool HasPumpLocked() const noexcept { return static_cast<bool>(pump_); }
-    bool QueueEmptyLocked() const noexcept { return count_ == 0; }
+    bool QueueEmptyLocked() const noexcept { return queue_.Empty(); }
     bool ClosedLocked() const noexcept { return closed_; }
     bool RetiredLocked() const noexcept { return retired_; }
     // Neither queued on the base nor running a turn.
@@ -151,11 +151,7 @@ protected:
 
 private:
     std::coroutine_handle<> MakePumpLocked();
-    void GrowLocked();
-    void TakeAllLocked(std::unique_ptr<StrandEntry[]>& into, std::size_t& count);
     std::size_t TakeChunk(StrandEntry* into, std::size_t most);
-    void PutBackLocked(StrandEntry* entries, std::size_t count) noexcept;
-    void DropAll(std::unique_ptr<StrandEntry[]> entries, std::size_t count) noexcept;
     void RunEntry(StrandEntry& entry);
     void OnTaskThrew(StrandEntry* untried, std::size_t count) noexcept;
     void HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept;
@@ -166,14 +162,9 @@ private:
     IExecutor& base_;
     StrandOptions options_;
     mutable StrandLock mutex_;
-    // The queue: a ring of entries, grown by doubling under the lock (power-of-two capacity).
-    std::unique_ptr<StrandEntry[]> ring_;
-    std::size_t capacity_ = 0;
-    std::size_t head_ = 0;
-    std::size_t count_ = 0;
-    // Slots just behind head_ the running pump took as a chunk and may put back (a task threw):
-    // a submit grows the ring rather than write into them.
-    std::size_t taken_ = 0;
+    // The queue (under the lock). The running pump's last chunk stays reserved in it, so a task
+    // that throws can put the rest back in front (StrandQueue::PutBack).
+    StrandQueue queue_;
     PumpPhase phase_ = PumpPhase::Idle;
     std::coroutine_handle<> pump_;
     unsigned handOffs_ = 0; // hand-offs to the base in flight outside the lock

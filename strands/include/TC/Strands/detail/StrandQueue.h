@@ -1,0 +1,175 @@
+#pragma once
+// detail::StrandQueue: a strand's FIFO of entries, a chain of segments. Not thread-safe: the
+// strand's lock guards every call. Growth links a segment on; it never copies what is queued,
+// so a backlog's growth costs the lock holder one allocation per segment, not a copy of the
+// whole backlog (a ring that doubles held the lock for the copy while the pump waited on it).
+
+#include <TC/Strands/RunTask.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace TC::detail
+{
+struct StrandSegment
+{
+    StrandSegment* next = nullptr;
+    std::size_t capacity = 0;
+
+    StrandEntry* Entries() noexcept { return reinterpret_cast<StrandEntry*>(this + 1); }
+};
+static_assert(sizeof(StrandSegment) % alignof(StrandEntry) == 0);
+static_assert(std::is_trivially_copyable_v<StrandEntry>); // copied in and out, never destroyed
+
+// Entries taken out of a queue whole (QueueEntries::TakeAll): they own their segments, and are
+// dropped (StrandEntry::Drop) or run by whoever took them.
+class TakenEntries
+{
+public:
+    TakenEntries() = default;
+    TakenEntries(StrandSegment* first, std::size_t index, std::size_t count) noexcept
+        : first_(first), index_(index), count_(count)
+    {
+    }
+    TakenEntries(TakenEntries&& other) noexcept
+        : first_(std::exchange(other.first_, nullptr)), index_(std::exchange(other.index_, 0)),
+          count_(std::exchange(other.count_, 0))
+    {
+    }
+    TakenEntries& operator=(TakenEntries&& other) noexcept
+    {
+        TakenEntries(std::move(other)).Swap(*this);
+        return *this;
+    }
+    // Frees the segments; the entries must have been dropped (DropAll) or were none.
+    ~TakenEntries();
+
+    std::size_t Count() const noexcept { return count_; }
+    // Drops every entry, in queue order, then frees the segments.
+    void DropAll() noexcept;
+
+private:
+    void Swap(TakenEntries& other) noexcept
+    {
+        std::swap(first_, other.first_);
+        std::swap(index_, other.index_);
+        std::swap(count_, other.count_);
+    }
+
+    StrandSegment* first_ = nullptr; // a chain; every segment is ours
+    std::size_t index_ = 0;          // the first entry's slot in first_
+    std::size_t count_ = 0;
+};
+
+class StrandQueue
+{
+public:
+    // The first segment holds `initialCapacity` entries (at least 2); each one allocated later
+    // twice the largest so far, up to kMaxSegmentEntries.
+    static constexpr std::size_t kMaxSegmentEntries = 512;
+    // Emptied segments kept for the tail to reuse: a standing backlog whose size swings by up to
+    // three segments' worth allocates nothing in its steady state, and one that grew large gives
+    // the rest back (at most 4 x 28 KB kept).
+    static constexpr std::size_t kSpareSegments = 4;
+
+    explicit StrandQueue(std::size_t initialCapacity) noexcept
+        : initialCapacity_(std::max<std::size_t>(initialCapacity, 2))
+    {
+    }
+    StrandQueue(const StrandQueue&) = delete;
+    StrandQueue& operator=(const StrandQueue&) = delete;
+    // Frees the segments; whatever was still queued must have been taken (TakeAll) first.
+    ~StrandQueue();
+
+    std::size_t Count() const noexcept { return count_; }
+    bool Empty() const noexcept { return count_ == 0; }
+
+    // Makes room for one Commit. Throws std::bad_alloc (or what operator new throws) with nothing
+    // changed that a caller can see.
+    void Reserve()
+    {
+        if (tail_ && tailIndex_ < tail_->capacity)
+            return;
+        ReserveSlow();
+    }
+
+    // After Reserve: the slot the next Commit appends. The caller fills it in (segments come
+    // from operator new, which begins the lifetime of such trivially copyable entries); until
+    // Commit it is not queued, so a throw while filling it leaves the queue as it was.
+    StrandEntry& Slot() noexcept { return tail_->Entries()[tailIndex_]; }
+    void Commit() noexcept
+    {
+        ++tailIndex_;
+        ++count_;
+    }
+
+    // Copies up to `most` entries from the front into `into` and removes them from the queue.
+    // They stay reserved just in front of the queue, so PutBack can return them, until the next
+    // TakeChunk, EndTake or TakeAll. Never more than the front segment holds.
+    std::size_t TakeChunk(StrandEntry* into, std::size_t most) noexcept
+    {
+        EndTake();
+        if (count_ == 0)
+            return 0;
+        const std::size_t taken = std::min({most, count_, head_->capacity - headIndex_});
+        std::copy_n(head_->Entries() + headIndex_, taken, into);
+        headIndex_ += taken;
+        count_ -= taken;
+        taken_ = taken;
+        return taken;
+    }
+    // The last chunk taken will not be put back: a segment it emptied becomes a spare, and an
+    // empty queue starts again at the front of its tail segment, so one that keeps draining
+    // stays in its first, warm lines.
+    void EndTake() noexcept
+    {
+        taken_ = 0;
+        if (count_ == 0)
+        {
+            if (tailIndex_ != 0)
+                Rewind();
+        }
+        else if (headIndex_ == head_->capacity)
+        {
+            AdvanceHead();
+        }
+    }
+    // Returns the last `count` entries of the last chunk (count <= its size) to the front, ahead
+    // of everything queued since.
+    void PutBack(const StrandEntry* entries, std::size_t count) noexcept
+    {
+        headIndex_ -= count;
+        std::copy_n(entries, count, head_->Entries() + headIndex_);
+        count_ += count;
+        taken_ = 0;
+    }
+
+    // Hands over everything queued, with the segments that hold it: never allocates. Ends a
+    // take (nothing can be put back afterwards).
+    TakenEntries TakeAll() noexcept;
+
+private:
+    void ReserveSlow();
+    void Rewind() noexcept;
+    void AdvanceHead() noexcept;
+    void Recycle(StrandSegment* segment) noexcept;
+    static StrandSegment* NewSegment(std::size_t capacity);
+    static void FreeSegment(StrandSegment* segment) noexcept;
+    friend class TakenEntries;
+
+    std::size_t initialCapacity_;
+    // Entries run from (head_, headIndex_) to (tail_, tailIndex_), following `next`; slots
+    // [headIndex_ - taken_, headIndex_) of head_ hold the last chunk, kept for PutBack.
+    StrandSegment* head_ = nullptr;
+    StrandSegment* tail_ = nullptr;
+    std::size_t headIndex_ = 0;
+    std::size_t tailIndex_ = 0;
+    std::size_t count_ = 0;
+    std::size_t taken_ = 0;
+    std::size_t largest_ = 0;        // the largest segment's capacity so far
+    StrandSegment* spare_ = nullptr; // a chain of at most kSpareSegments, each of largest_
+    std::size_t spareCount_ = 0;
+};
+} // namespace TC::detail
