@@ -3,12 +3,17 @@
 #include <TC/Strands/detail/StrandQueue.h>
 
 #include <algorithm>
+#include <limits>
 #include <new>
 
 namespace TC::detail
 {
 StrandSegment* StrandQueue::NewSegment(std::size_t capacity)
 {
+    // An initialCapacity past what memory can hold fails as new[] would, not by wrapping round.
+    if (capacity >
+        (std::numeric_limits<std::size_t>::max() - sizeof(StrandSegment)) / sizeof(StrandEntry))
+        throw std::bad_array_new_length();
     void* memory = ::operator new(sizeof(StrandSegment) + capacity * sizeof(StrandEntry));
     auto* segment = ::new (memory) StrandSegment;
     segment->capacity = capacity;
@@ -31,14 +36,15 @@ void StrandQueue::ReserveSlow()
 {
     if (!tail_)
     {
-        StrandSegment* first = spare_ ? spare_ : NewSegment(std::max(largest_, initialCapacity_));
+        StrandSegment* first =
+            spare_ ? spare_ : NewSegment(std::max(segmentSize_, initialCapacity_));
         if (first == spare_)
         {
             spare_ = first->next;
             --spareCount_;
             first->next = nullptr;
         }
-        largest_ = std::max(largest_, first->capacity);
+        segmentSize_ = std::max(segmentSize_, first->capacity);
         head_ = tail_ = first;
         headIndex_ = tailIndex_ = 0;
         return;
@@ -54,8 +60,8 @@ void StrandQueue::ReserveSlow()
     }
     else
     {
-        next = NewSegment(std::min(largest_ * 2, kMaxSegmentEntries)); // may throw
-        largest_ = next->capacity;
+        next = NewSegment(std::min(segmentSize_ * 2, kMaxSegmentEntries)); // may throw
+        segmentSize_ = next->capacity;
     }
     tail_->next = next;
     tail_ = next;
@@ -82,7 +88,7 @@ void StrandQueue::Recycle(StrandSegment* segment) noexcept
 {
     // Only segments of the size growth has reached are kept: a small one reused as the tail
     // would fill at once, and growing past it again would start over from its size.
-    if (spareCount_ == kSpareSegments || segment->capacity < largest_)
+    if (spareCount_ == kSpareSegments || segment->capacity < segmentSize_)
     {
         FreeSegment(segment);
         return;

@@ -439,3 +439,34 @@ TEST_CASE("A strand queue gives a drained backlog's segments back", "[strands][a
     CHECK(allocations <= static_cast<long>(kSegments + 1));
     REQUIRE(Drain(queue, kBacklog) == kBacklog);
 }
+
+TEST_CASE("A strand queue with a first segment past the largest growth still reuses its segments",
+          "[strands][allocation]")
+{
+    // initialCapacity 2000: later segments are 512 entries; they are kept as spares although the
+    // first is larger, so a standing backlog past the first segment allocates nothing either.
+    detail::StrandQueue queue(2000);
+    for (int i = 0; i < 4000; ++i)
+        PushTo(queue);
+    REQUIRE(Drain(queue, 2500) == 2500);
+    for (int round = 0; round < 20; ++round)
+    {
+        for (int i = 0; i < 600; ++i)
+            PushTo(queue);
+        REQUIRE(Drain(queue, 600) == 600);
+    }
+    long allocations = 0;
+    {
+        Armed armed;
+        for (int round = 0; round < 200; ++round)
+        {
+            for (int i = 0; i < 600; ++i)
+                PushTo(queue);
+            Drain(queue, 600);
+        }
+        allocations = armed.Count();
+    }
+    CHECK(allocations == 0);
+    Drain(queue, 1500);
+    CHECK(queue.Empty());
+}

@@ -17,7 +17,7 @@ struct StrandOptions
     // must call task() once. Unset, it costs one branch per task.
     std::function<void(RunTask& task)> aroundTask;
     // Entries the queue's first segment holds, made on the first submit. A backlog past it links
-    // on segments twice the largest so far (up to 512 entries, 28 KB), never copying what is
+    // on segments twice the one before (up to 512 entries, 28 KB), never copying what is
     // queued; emptied segments are reused, up to four kept spare, the rest given back. A
     // backlog that stays within what it has seen (give or take three segments) allocates nothing.
     std::size_t initialCapacity = 16;

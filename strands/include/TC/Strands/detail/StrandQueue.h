@@ -66,8 +66,8 @@ private:
 class StrandQueue
 {
 public:
-    // The first segment holds `initialCapacity` entries (at least 2); each one allocated later
-    // twice the largest so far, up to kMaxSegmentEntries.
+    // The first segment holds `initialCapacity` entries (at least 2); each one growth allocates
+    // later twice the one before, up to kMaxSegmentEntries.
     static constexpr std::size_t kMaxSegmentEntries = 512;
     // Emptied segments kept for the tail to reuse: a standing backlog whose size swings by up to
     // three segments' worth allocates nothing in its steady state, and one that grew large gives
@@ -168,8 +168,8 @@ private:
     std::size_t tailIndex_ = 0;
     std::size_t count_ = 0;
     std::size_t taken_ = 0;
-    std::size_t largest_ = 0;        // the largest segment's capacity so far
-    StrandSegment* spare_ = nullptr; // a chain of at most kSpareSegments, each of largest_
+    std::size_t segmentSize_ = 0;    // the last segment growth allocated (or the first segment)
+    StrandSegment* spare_ = nullptr; // at most kSpareSegments, each kept if >= segmentSize_ then
     std::size_t spareCount_ = 0;
 };
 } // namespace TC::detail
