@@ -384,38 +384,46 @@ std::size_t Drain(detail::StrandQueue& queue, std::size_t most)
     queue.EndTake();
     return drained;
 }
+
+// Fills `queue` with `backlog` entries and drains `backlog - standing`, then moves a standing
+// backlog of `standing` through it (600 in, 600 out per round): 20 rounds to warm up, then the
+// allocations of 200 more. Leaves the queue empty.
+long StandingBacklogAllocations(detail::StrandQueue& queue, std::size_t backlog,
+                                std::size_t standing)
+{
+    for (std::size_t i = 0; i < backlog; ++i)
+        PushTo(queue);
+    REQUIRE(Drain(queue, backlog - standing) == backlog - standing);
+    long allocations = 0;
+    for (int round = 0; round < 220; ++round)
+    {
+        std::size_t drained = 0;
+        long counted = 0;
+        {
+            Armed armed;
+            for (int i = 0; i < 600; ++i)
+                PushTo(queue);
+            drained = Drain(queue, 600);
+            counted = armed.Count();
+        }
+        REQUIRE(drained == 600);
+        if (round >= 20) // the first 20 rounds warm up
+            allocations += counted;
+    }
+    CHECK(queue.Count() == standing);
+    Drain(queue, standing);
+    CHECK(queue.Empty());
+    return allocations;
+}
 } // namespace
 
 TEST_CASE("A strand queue's standing backlog across segments allocates nothing",
           "[strands][allocation]")
 {
+    // A backlog of 3000 grows the segments to the largest size; a standing backlog of about 1500
+    // then moves through them: every segment the head leaves is one the tail reuses.
     detail::StrandQueue queue(16);
-    // Warm up: a backlog of 3000 (segments up to the largest size), then a standing backlog of
-    // about 1500 that moves through them: every segment the head leaves is one the tail reuses.
-    for (int i = 0; i < 3000; ++i)
-        PushTo(queue);
-    REQUIRE(Drain(queue, 1500) == 1500);
-    for (int round = 0; round < 20; ++round)
-    {
-        for (int i = 0; i < 600; ++i)
-            PushTo(queue);
-        REQUIRE(Drain(queue, 600) == 600);
-    }
-    long allocations = 0;
-    {
-        Armed armed;
-        for (int round = 0; round < 200; ++round)
-        {
-            for (int i = 0; i < 600; ++i)
-                PushTo(queue);
-            Drain(queue, 600);
-        }
-        allocations = armed.Count();
-    }
-    CHECK(queue.Count() == 1500);
-    CHECK(allocations == 0);
-    Drain(queue, 1500);
-    CHECK(queue.Empty());
+    CHECK(StandingBacklogAllocations(queue, 3000, 1500) == 0);
 }
 
 TEST_CASE("A strand queue gives a drained backlog's segments back", "[strands][allocation]")
@@ -443,30 +451,8 @@ TEST_CASE("A strand queue gives a drained backlog's segments back", "[strands][a
 TEST_CASE("A strand queue with a first segment past the largest growth still reuses its segments",
           "[strands][allocation]")
 {
-    // initialCapacity 2000: later segments are 512 entries; they are kept as spares although the
-    // first is larger, so a standing backlog past the first segment allocates nothing either.
+    // initialCapacity 2000: later segments are 512 entries; the first and those all serve as
+    // spares, so a standing backlog past the first segment allocates nothing either.
     detail::StrandQueue queue(2000);
-    for (int i = 0; i < 4000; ++i)
-        PushTo(queue);
-    REQUIRE(Drain(queue, 2500) == 2500);
-    for (int round = 0; round < 20; ++round)
-    {
-        for (int i = 0; i < 600; ++i)
-            PushTo(queue);
-        REQUIRE(Drain(queue, 600) == 600);
-    }
-    long allocations = 0;
-    {
-        Armed armed;
-        for (int round = 0; round < 200; ++round)
-        {
-            for (int i = 0; i < 600; ++i)
-                PushTo(queue);
-            Drain(queue, 600);
-        }
-        allocations = armed.Count();
-    }
-    CHECK(allocations == 0);
-    Drain(queue, 1500);
-    CHECK(queue.Empty());
+    CHECK(StandingBacklogAllocations(queue, 4000, 1500) == 0);
 }
