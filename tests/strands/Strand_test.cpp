@@ -333,17 +333,21 @@ TEST_CASE("A task that throws mid-chunk leaves the rest of the chunk queued in o
 TEST_CASE("An initialCapacity past what memory can hold fails the first post and queues nothing",
           "[strands][strand]")
 {
-    ManualExecutor base;
-    StrandOptions options;
     // 2^61 entries of 56 bytes plus the segment's header wrap round to 16 bytes if multiplied
-    // unchecked; a smaller overflow than that fails in operator new anyway.
-    options.initialCapacity = std::size_t{1} << 61;
-    Strand strand(base, options);
-    int ran = 0;
-    CHECK_THROWS_AS(strand.Post([&ran] { ++ran; }), std::bad_alloc);
-    CHECK(strand.Idle());
-    CHECK(base.Pending() == 0);
-    CHECK(ran == 0);
+    // unchecked; the largest value made a doubling ring's growth loop for ever.
+    for (std::size_t capacity : {std::size_t{1} << 61, ~std::size_t{0}})
+    {
+        INFO("initialCapacity " << capacity);
+        ManualExecutor base;
+        StrandOptions options;
+        options.initialCapacity = capacity;
+        Strand strand(base, options);
+        int ran = 0;
+        CHECK_THROWS_AS(strand.Post([&ran] { ++ran; }), std::bad_alloc);
+        CHECK(strand.Idle());
+        CHECK(base.Pending() == 0);
+        CHECK(ran == 0);
+    }
 }
 
 TEST_CASE("What a task throws propagates to whoever resumed the pump", "[strands][strand]")
