@@ -5,6 +5,7 @@
 // whole backlog (a ring that doubles held the lock for the copy while the pump waited on it).
 
 #include <TC/Strands/RunTask.h>
+#include <TC/detail/Prefetch.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -73,6 +74,10 @@ public:
     // three segments' worth allocates nothing in its steady state, and one that grew large gives
     // the rest back (at most 4 x 28 KB kept).
     static constexpr std::size_t kSpareSegments = 4;
+    // Slot() asks for the line of the slot this many entries on for writing: with the pump on
+    // another core reading what posters write, a slot's line was last read there, and its write
+    // waited for that copy's invalidation at the next post's lock (PrefetchForWrite).
+    static constexpr std::size_t kWriteAhead = 4;
 
     explicit StrandQueue(std::size_t initialCapacity) noexcept
         : initialCapacity_(std::max<std::size_t>(initialCapacity, 2))
@@ -98,7 +103,13 @@ public:
     // After Reserve: the slot the next Commit appends. The caller fills it in (segments come
     // from operator new, which begins the lifetime of such trivially copyable entries); until
     // Commit it is not queued, so a throw while filling it leaves the queue as it was.
-    StrandEntry& Slot() noexcept { return tail_->Entries()[tailIndex_]; }
+    StrandEntry& Slot() noexcept
+    {
+        StrandEntry* entries = tail_->Entries();
+        if (tailIndex_ + kWriteAhead < tail_->capacity)
+            PrefetchForWrite(entries + tailIndex_ + kWriteAhead);
+        return entries[tailIndex_];
+    }
     void Commit() noexcept
     {
         ++tailIndex_;
