@@ -177,8 +177,8 @@ PumpCoroutine RunPump(StrandCore* const core)
 {
     for (;;)
     {
-        if (!core->BeginTurn())
-            co_return;
+        // A turn begins at its first take, under that take's lock; a strand closed while the
+        // pump was queued runs nothing, and EndTurn ends the pump.
         const bool spent = core->RunBatch();
         if (!co_await EndTurnAwaiter{core, spent})
             co_return;
@@ -258,7 +258,7 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
         if (!pump_)
             pump_ = MakePumpLocked(); // kept even if the base refuses: an idle pump is harmless
         // Under the lock, so a refusal is undone before anyone else can queue behind the pump;
-        // a base that runs the pump at once finds it waiting for this lock in BeginTurn.
+        // a base that runs the pump at once finds it waiting for this lock in TakeChunk.
         phase_ = PumpPhase::Scheduled;
         try
         {
@@ -401,18 +401,6 @@ bool StrandCore::RunningHere() const noexcept
     return false;
 }
 
-bool StrandCore::BeginTurn()
-{
-    std::lock_guard<StrandLock> lock(mutex_);
-    if (closed_)
-    {
-        ExitLocked();
-        return false;
-    }
-    phase_ = PumpPhase::Running;
-    return true;
-}
-
 bool StrandCore::RunBatch()
 {
     ExecutorScope scope(this); // once per batch, not per task
@@ -465,6 +453,9 @@ std::size_t StrandCore::TakeChunk(StrandEntry* into, std::size_t most)
         queue_.EndTake();
         return 0;
     }
+    // The turn's first take begins it (later ones find it so): a lock of its own for that
+    // moved the lock's line away from the posters once more per turn.
+    phase_ = PumpPhase::Running;
     return queue_.TakeChunk(into, most);
 }
 

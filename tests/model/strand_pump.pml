@@ -134,8 +134,9 @@ inline EndTurnUnlocked(spent, how)
 }
 
 /* The pump coroutine (RunPump) from one resumption by the base until it suspends or ends:
- *   for (;;) { if (!BeginTurn()) co_return; spent = RunBatch();
- *              if (!co_await EndTurnAwaiter{...}) co_return; } */
+ *   for (;;) { spent = RunBatch(); if (!co_await EndTurnAwaiter{...}) co_return; }
+ * The turn begins (Running) at its first take, under that take's lock; a strand closed while
+ * the pump was queued takes nothing, and EndTurn ends the pump. */
 inline PumpResumption(t, n, spent, how)
 {
     /* the base resumes it: only ever a suspended, live pump, and only once at a time */
@@ -145,25 +146,19 @@ inline PumpResumption(t, n, spent, how)
     };
     do
     :: true ->
-        /* BeginTurn: under the lock, closed -> Exited (co_return), else Running */
-        Lock();
-        if
-        :: closed -> phase = EXITED; how = END_EXIT
-        :: else ->
-            assert(phase == SCHEDULED || phase == RUNNING); phase = RUNNING; how = END_CONTINUE
-        fi;
-        Unlock();
-        if
-        :: how == END_EXIT -> d_step { pumpRunning--; pumpEnded = true }; break
-        :: else
-        fi;
-        /* RunBatch: up to BATCH tasks, each popped under the lock and run outside it */
+        /* RunBatch: up to BATCH tasks, each popped under the lock and run outside it; each
+         * take (TakeChunk) that finds the strand open marks the turn Running */
         n = 0;
         spent = false;
         do
         :: n == BATCH -> spent = true; break
         :: else ->
             Lock();
+            if
+            :: !closed ->
+                assert(phase == SCHEDULED || phase == RUNNING); phase = RUNNING
+            :: else
+            fi;
             if
             :: !closed && len(queue) > 0 -> queue?t; Unlock();
                 /* run the task inline, under the strand's ExecutorScope */

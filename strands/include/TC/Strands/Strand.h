@@ -35,7 +35,8 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
 // One pump coroutine per strand runs up to StrandOptions::batch tasks per turn on the base, then
 // queues itself again (work waiting), suspends (idle) or ends (closed). A submit that finds the
 // pump busy only queues, so the steady state costs one lock per submit, one per chunk of up to
-// 16 tasks in the pump, and no allocation beyond a post's call where it is not held inline.
+// 64 tasks in the pump (the first of a turn also begins it) and one to end the turn, and no
+// allocation beyond a post's call where it is not held inline.
 //
 // Threads: every member may be called from any thread. Lifetime: the base must outlive the
 // strand and run what the strand queued on it. ~Strand is Close(): queued work is dropped (a

@@ -117,7 +117,6 @@ public:
     StrandLock& Mutex() const noexcept { return mutex_; }
 
     // ---- the pump's side ----
-    bool BeginTurn();
     bool RunBatch(); // true when the batch was spent
     TurnEnd EndTurn(std::coroutine_handle<> pump, bool batchSpent);
     void PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept;
