@@ -15,9 +15,6 @@ namespace
 {
 // The strand whose batch runs on this thread (innermost); read by ResumeTarget::Current().
 thread_local StrandCore* tlRunningStrand = nullptr;
-// The strand whose dropped work this thread is freeing: a destructor that submits to it again
-// is dropped too, rather than handed to a base that has just refused, or to a closed strand.
-thread_local const StrandCore* tlDropping = nullptr;
 // The strand whose pump this thread is handing to the base outside the lock, or whose queue it
 // is dropping after the base refused that hand-off: a Close() reached from in there (a dropped
 // call that destroys the strand) must not wait for the hand-off, nor the turn, that only this
@@ -53,7 +50,7 @@ struct RunningStrandGuard : ScopedMark<StrandCore>
 
 struct DroppingGuard : ScopedMark<const StrandCore>
 {
-    explicit DroppingGuard(const StrandCore* core) noexcept : ScopedMark(tlDropping, core) {}
+    explicit DroppingGuard(const StrandCore* core) noexcept : ScopedMark(tlDroppingStrand, core) {}
 };
 
 // Around a hand-off of the pump to the base made outside the lock, while handOffs_ counts it: a
@@ -247,7 +244,7 @@ EnqueueResult StrandCore::Enqueue(PendingEntry& pending, Admission admission)
 EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
                                      Abandoned& abandoned)
 {
-    if (closed_ || (admission == Admission::Offer && sealed_) || tlDropping == this)
+    if (closed_ || (admission == Admission::Offer && sealed_) || tlDroppingStrand == this)
         return EnqueueResult::Refused;
     if (retired_)
         return EnqueueResult::Forward;
@@ -410,7 +407,14 @@ bool StrandCore::RunBatch()
     // away from the posters; 64 rather than 16 took a one-strand post from 50 to 42 ns (medians
     // of 8 interleaved runs) for 3.5 KB of the thread's stack.
     constexpr std::size_t kChunk = 64;
-    StrandEntry chunk[kChunk];
+    // Left uninitialised: each take copies the entries in (StrandQueue::TakeChunk), and
+    // zeroing 3.5 KB per turn was work the pump did for nothing.
+    union ChunkStorage
+    {
+        ChunkStorage() noexcept {}
+        StrandEntry entries[kChunk];
+    } storage;
+    StrandEntry* const chunk = storage.entries;
     std::size_t done = 0;
     while (done < options_.batch)
     {

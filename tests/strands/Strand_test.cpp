@@ -389,6 +389,28 @@ TEST_CASE("The around-task hook is told each task's kind", "[strands][strand]")
     CHECK(onStrand.load() == 1);
 }
 
+TEST_CASE("Posts after Close from inside the strand's own task never run", "[strands][strand]")
+{
+    // The queue is empty and keeps its segment, and the pump is still running: the inline way
+    // of a post (Strand::Post's fast path) is open in principle, and must refuse there as the
+    // full way does.
+    TCTest::ManualExecutor base;
+    TC::Strand strand(base);
+    int offered = -1;
+    bool laterRan = false;
+    strand.Post(
+        [&]
+        {
+            strand.Close();
+            offered = strand.TryPost([&laterRan] { laterRan = true; }) ? 1 : 0;
+            strand.Post([&laterRan] { laterRan = true; }); // dropped: closed
+        });
+    base.RunAll();
+    CHECK(offered == 0);
+    CHECK_FALSE(laterRan);
+    CHECK(strand.Idle());
+}
+
 TEST_CASE("WaitIdle from the strand's own task is refused", "[strands][strand]")
 {
     ManualExecutor base;
@@ -506,6 +528,57 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
         CHECK(strands.Idle());
         CHECK(strands.ActiveKeys() == 0);
     }
+}
+
+namespace
+{
+// A callable that, when dropped unrun, offers another call to the strand from its destructor,
+// on the thread that drops it, and records the answer: 1 queued, 0 refused.
+struct OffersHereWhenDropped
+{
+    TC::Strand* strand;
+    std::atomic<int>* answer;
+    bool armed = true;
+    OffersHereWhenDropped(TC::Strand* s, std::atomic<int>* a) : strand(s), answer(a) {}
+    OffersHereWhenDropped(OffersHereWhenDropped&& other) noexcept
+        : strand(other.strand), answer(other.answer), armed(std::exchange(other.armed, false))
+    {
+    }
+    void operator()() { FAIL("a dropped callable ran"); }
+    ~OffersHereWhenDropped()
+    {
+        if (armed)
+            *answer = strand->TryPost([] {}) ? 1 : 0;
+    }
+};
+} // namespace
+
+TEST_CASE("An offer from a dropped call's destructor on the dropping thread is refused, even "
+          "with the pump running and room queued",
+          "[strands][strand]")
+{
+    // The other thread's post (from the first dropped call) is admitted and gives the queue a
+    // segment with room again while the pump still counts as running: an offer that took the
+    // inline way there (Strand::Post's fast path) without asking whether this thread is the
+    // one dropping would be queued.
+    TCTest::ManualExecutor base;
+    std::atomic<bool> otherThreadRan{false};
+    std::atomic<int> answer{-1};
+    TC::StrandOptions options;
+    options.batch = 1;
+    TC::Strand strand(base, options);
+    int first = 0;
+    strand.Post([&first] { ++first; });
+    strand.Post(PostsWhenDropped(&strand, &otherThreadRan));
+    strand.Post(OffersHereWhenDropped(&strand, &answer));
+    base.SetRefuse(true);
+    base.RunOne(); // runs the first; the re-submit is refused and the other two are dropped
+    base.SetRefuse(false);
+    base.RunAll();
+    CHECK(first == 1);
+    CHECK(otherThreadRan);
+    CHECK(answer == 0);
+    CHECK(strand.Idle());
 }
 
 namespace

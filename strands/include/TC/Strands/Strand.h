@@ -21,6 +21,16 @@ namespace detail
 template <class F>
 bool PostTo(StrandCore& core, F&& fn, Admission admission)
 {
+    using Fn = std::decay_t<F>;
+    if constexpr (kInlineCall<Fn>)
+    {
+        // Copies the callable's bytes only (it is trivially copyable): `fn` is unchanged either
+        // way, so the full way below may still take it.
+        using Source = std::remove_reference_t<F>;
+        if (core.TryQueueInline<Fn, F&&>(
+                const_cast<std::remove_const_t<Source>*>(std::addressof(fn)), admission))
+            return true;
+    }
     return PostWith(std::forward<F>(fn),
                     [&](PendingEntry& pending) { return core.Enqueue(pending, admission); });
 }

@@ -78,6 +78,13 @@ struct Abandoned
     TakenEntries entries;
 };
 
+class StrandCore;
+
+// The strand whose dropped work this thread is freeing: a destructor that submits to it again
+// is refused (dropped too), rather than handed to a base that has just refused, or to a closed
+// strand.
+inline thread_local const StrandCore* tlDroppingStrand = nullptr;
+
 class StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
 {
 public:
@@ -99,6 +106,27 @@ public:
     // is then queued or consumed (the callable is moved only after everything else succeeded)
     // -- and a base refusal abandons what was queued before it (DropAbandoned).
     virtual EnqueueResult Enqueue(PendingEntry& pending, Admission admission);
+
+    // A post's common case, inline in the poster: a callable held in its entry, the strand
+    // open, its pump already queued or running, a free slot in the tail segment. Queues it and
+    // returns true. Otherwise does nothing and returns false: the caller goes the full way
+    // (Enqueue), which decides again under the lock. Never for a keyed strand's core (retired_
+    // sends it the full way regardless).
+    template <class Fn, class Src>
+    bool TryQueueInline(void* source, Admission admission) noexcept
+    {
+        std::lock_guard<StrandLock> lock(mutex_);
+        if (closed_ || retired_ || phase_ == PumpPhase::Idle || !queue_.HasRoom() ||
+            (admission == Admission::Offer && sealed_) || tlDroppingStrand == this)
+            return false;
+        StrandEntry& slot = queue_.Slot();
+        slot.handle = {};
+        slot.abandon = {};
+        slot.call = nullptr;
+        InlineCall<Fn>::template ConstructFrom<Src>(slot, source);
+        queue_.Commit();
+        return true;
+    }
 
     // Under Mutex(): queues, handing the pump to the base first if this submit wakes it (the
     // base's Submit runs under the strand's lock; it must not run the pump inline, as IExecutor

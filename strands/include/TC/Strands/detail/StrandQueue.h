@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -91,11 +92,14 @@ public:
     std::size_t Count() const noexcept { return count_; }
     bool Empty() const noexcept { return count_ == 0; }
 
+    // True when a Commit needs no Reserve first (the tail segment has a free slot).
+    bool HasRoom() const noexcept { return tail_ && tailIndex_ < tail_->capacity; }
+
     // Makes room for one Commit. Throws std::bad_alloc (or what operator new throws) with nothing
     // changed that a caller can see.
     void Reserve()
     {
-        if (tail_ && tailIndex_ < tail_->capacity)
+        if (HasRoom())
             return;
         ReserveSlow();
     }
@@ -125,7 +129,10 @@ public:
         if (count_ == 0)
             return 0;
         const std::size_t taken = std::min({most, count_, head_->capacity - headIndex_});
-        std::copy_n(head_->Entries() + headIndex_, taken, into);
+        // memcpy: `into` may be storage no entry lives in yet; the copy begins their lifetimes
+        // (StrandEntry is an implicit-lifetime aggregate).
+        std::memcpy(static_cast<void*>(into), head_->Entries() + headIndex_,
+                    taken * sizeof(StrandEntry));
         headIndex_ += taken;
         count_ -= taken;
         taken_ = taken;
