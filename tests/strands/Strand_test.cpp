@@ -464,26 +464,35 @@ TEST_CASE("An offer racing the seal is either run or handed back, never lost",
 
 namespace
 {
-// A callable that, when dropped unrun, has another thread post `late` to the strand: a post
-// that arrives while a refused pump drops its queue (the strand's lock is free then).
-struct PostsWhenDropped
+// A callable that must never run: when the queued copy is dropped unrun, its destructor calls
+// `onDrop` (a moved-from copy does nothing).
+template <class OnDrop>
+struct RunsWhenDropped
 {
-    TC::Strand* strand;
-    std::atomic<bool>* lateRan;
+    OnDrop onDrop;
     bool armed = true;
-    PostsWhenDropped(TC::Strand* s, std::atomic<bool>* ran) : strand(s), lateRan(ran) {}
-    PostsWhenDropped(PostsWhenDropped&& other) noexcept
-        : strand(other.strand), lateRan(other.lateRan), armed(std::exchange(other.armed, false))
+    explicit RunsWhenDropped(OnDrop action) : onDrop(std::move(action)) {}
+    RunsWhenDropped(RunsWhenDropped&& other) noexcept
+        : onDrop(std::move(other.onDrop)), armed(std::exchange(other.armed, false))
     {
     }
     void operator()() { FAIL("a dropped callable ran"); }
-    ~PostsWhenDropped()
+    ~RunsWhenDropped()
     {
-        if (!armed)
-            return;
-        std::thread([s = strand, ran = lateRan] { s->Post([ran] { *ran = true; }); }).join();
+        if (armed)
+            onDrop();
     }
 };
+
+// Dropped unrun, has another thread post `late` to the strand: a post that arrives while a
+// refused pump drops its queue (the strand's lock is free then).
+auto PostsWhenDropped(TC::Strand* strand, std::atomic<bool>* lateRan)
+{
+    return RunsWhenDropped(
+        [strand, lateRan] {
+            std::thread([strand, lateRan] { strand->Post([lateRan] { *lateRan = true; }); }).join();
+        });
+}
 } // namespace
 
 TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhile; a keyed strand "
@@ -532,25 +541,12 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
 
 namespace
 {
-// A callable that, when dropped unrun, offers another call to the strand from its destructor,
-// on the thread that drops it, and records the answer: 1 queued, 0 refused.
-struct OffersHereWhenDropped
+// Dropped unrun, offers another call to the strand from its destructor, on the thread that
+// drops it, and records the answer: 1 queued, 0 refused.
+auto OffersHereWhenDropped(TC::Strand* strand, std::atomic<int>* answer)
 {
-    TC::Strand* strand;
-    std::atomic<int>* answer;
-    bool armed = true;
-    OffersHereWhenDropped(TC::Strand* s, std::atomic<int>* a) : strand(s), answer(a) {}
-    OffersHereWhenDropped(OffersHereWhenDropped&& other) noexcept
-        : strand(other.strand), answer(other.answer), armed(std::exchange(other.armed, false))
-    {
-    }
-    void operator()() { FAIL("a dropped callable ran"); }
-    ~OffersHereWhenDropped()
-    {
-        if (armed)
-            *answer = strand->TryPost([] {}) ? 1 : 0;
-    }
-};
+    return RunsWhenDropped([strand, answer] { *answer = strand->TryPost([] {}) ? 1 : 0; });
+}
 } // namespace
 
 TEST_CASE("An offer from a dropped call's destructor on the dropping thread is refused, even "
