@@ -244,7 +244,7 @@ EnqueueResult StrandCore::Enqueue(PendingEntry& pending, Admission admission)
 EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
                                      Abandoned& abandoned)
 {
-    if (closed_ || (admission == Admission::Offer && sealed_) || tlDroppingStrand == this)
+    if (RefusesLocked(admission))
         return EnqueueResult::Refused;
     if (retired_)
         return EnqueueResult::Forward;

@@ -45,7 +45,7 @@ TEST_CASE("PrefetchForWrite never faults: null, unmapped and ordinary addresses"
     CHECK(value == 42);
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
+#if TC_PREFETCHW_DETECTED_AT_RUN_TIME
 TEST_CASE("PREFETCHW is used exactly where the processor reports it", "[prefetch]")
 {
     const std::string flags = CpuFlags();

@@ -5,13 +5,17 @@
 // for that core to drop its copy, and the next locked instruction (a lock, an exchange) waits for
 // the write. Asked for a few writes ahead, the ownership request overlaps the work in between.
 
+// 1 where the build does not target x86's PREFETCHW (PRFCHW) and it is asked of the processor.
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
+#define TC_PREFETCHW_DETECTED_AT_RUN_TIME 1
 #include <cpuid.h>
+#else
+#define TC_PREFETCHW_DETECTED_AT_RUN_TIME 0
 #endif
 
 namespace TC::detail
 {
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
+#if TC_PREFETCHW_DETECTED_AT_RUN_TIME
 // x86's PREFETCHW is not in the baseline instruction set the build targets (GCC's
 // __builtin_prefetch(p, 1) then emits a read prefetch, which leaves the line shared): asked of
 // the processor once, at start-up. Until then, and where it lacks it, no prefetch is made.
@@ -27,7 +31,7 @@ inline const bool processorHasPrefetchW = ProcessorHasPrefetchW();
 // memory may be taken from whoever writes it.
 inline void PrefetchForWrite(const void* address) noexcept
 {
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
+#if TC_PREFETCHW_DETECTED_AT_RUN_TIME
     if (processorHasPrefetchW)
         __asm__ volatile("prefetchw %0" : : "m"(*static_cast<const char*>(address)));
 #else

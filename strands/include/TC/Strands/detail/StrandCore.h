@@ -116,8 +116,7 @@ public:
     bool TryQueueInline(void* source, Admission admission) noexcept
     {
         std::lock_guard<StrandLock> lock(mutex_);
-        if (closed_ || retired_ || phase_ == PumpPhase::Idle || !queue_.HasRoom() ||
-            (admission == Admission::Offer && sealed_) || tlDroppingStrand == this)
+        if (RefusesLocked(admission) || retired_ || phase_ == PumpPhase::Idle || !queue_.HasRoom())
             return false;
         StrandEntry& slot = queue_.Slot();
         slot.handle = {};
@@ -126,6 +125,14 @@ public:
         InlineCall<Fn>::template ConstructFrom<Src>(slot, source);
         queue_.Commit();
         return true;
+    }
+
+    // Under Mutex(): whether a submission of this kind is refused -- closed, sealed (an offer),
+    // or made by this thread while it drops this strand's work. The one admission rule of both
+    // ways a post is queued (TryQueueInline and PushLocked).
+    bool RefusesLocked(Admission admission) const noexcept
+    {
+        return closed_ || (admission == Admission::Offer && sealed_) || tlDroppingStrand == this;
     }
 
     // Under Mutex(): queues, handing the pump to the base first if this submit wakes it (the
