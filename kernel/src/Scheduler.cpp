@@ -207,17 +207,19 @@ void AfterSwitchInStep(void* worker) noexcept
 #endif
 }
 
-[[noreturn]] void TaskMain(void* argument, void* worker)
+[[noreturn]] void TaskMain(void* argument, void* message)
 {
     OnContextStarted();
     auto* task = static_cast<Task*>(argument);
-#if TC_SWITCH_RUNS_THEN
-    (void)worker; // the switch here ran AfterSwitchIn already
-#else
-    AfterSwitchIn(*static_cast<Worker*>(worker));
+    auto* worker = static_cast<Worker*>(message); // the worker this context first runs on
+#if !TC_SWITCH_RUNS_THEN
+    AfterSwitchIn(*worker); // the assembly switch ran it already
 #endif
     for (;;)
     {
+        // Every task starts with its worker's floating-point control state, also one that
+        // starts in place on the stack of a task that changed its own and ended.
+        LoadFloatingPointControl(worker->taskStartControl);
         try
         {
             task->body->invoke(task->callable);
@@ -228,14 +230,15 @@ void AfterSwitchInStep(void* worker) noexcept
         }
         task->body->destroy(task->callable);
         // The next task of this worker that has never run starts right here, on this stack:
-        // no stack to take or give back, no context to make, no switch.
-        Worker& current = *CurrentThread().worker;
-        Task* next = current.core->StartOnFinishedStack(current, task);
+        // no stack to take or give back, no context to make, no switch. (The task may have
+        // moved to another worker since it started.)
+        worker = CurrentThread().worker;
+        Task* next = worker->core->StartOnFinishedStack(*worker, task);
         if (!next)
             break;
         task = next;
     }
-    SwitchAway(*CurrentThread().worker, task, PostSwitch::Finish);
+    SwitchAway(*worker, task, PostSwitch::Finish);
     __builtin_unreachable();
 }
 } // namespace
@@ -971,6 +974,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
     thread.isWorkerThread = true;
     InitThreadContext(worker.context);
     CallThreadHook(options.hooks.threadStart, "threadStart", options.name, worker.index);
+    worker.taskStartControl = ReadFloatingPointControl(); // as the hook may have set it
     {
         ExecutorScope scope(owner); // one scope for the worker's life, not one per resumption
         for (;;)
@@ -1047,7 +1051,8 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
         const std::uintptr_t item = TryDequeue(worker, lowest);
         if (!item)
             break;
-        ++turn.ran;
+        if (turn.ran++ == 0) // the host thread's state now, read only in a turn that runs work
+            worker.taskStartControl = ReadFloatingPointControl();
         RunItem(worker, item);
     }
     PumpResult result;

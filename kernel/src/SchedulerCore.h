@@ -9,6 +9,7 @@
 #include "ThreadState.h"
 #include "Timers.h"
 #include "context/Context.h"
+#include "context/FloatingPointControl.h"
 
 #include <TC/Scheduler.h>
 #include <TC/detail/DeadlineClock.h>
@@ -81,6 +82,10 @@ struct Worker
     unsigned index = 0;
     bool directSwitch = true; // a suspending task switches straight to the next local task
     ExecutionContext context;  // the worker loop's own context (its thread's stack)
+    // What a task takes when it starts here: the worker thread's floating-point control state,
+    // read after the threadStart hook (a host pump's, once per turn that runs something), so a
+    // task never inherits what the task before it on this thread changed and left behind.
+    FloatingPointControl taskStartControl;
     // The thread (ThreadState::pumpSerial) whose stack `context` describes: a host worker's
     // changes with the thread pumping it (SchedulerCore::Pump).
     std::uint64_t contextThread = 0;

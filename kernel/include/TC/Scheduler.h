@@ -68,6 +68,11 @@ enum class IdlePolicy : std::uint8_t
 struct SchedulerHooks
 {
     // On each worker thread as it starts and just before it ends, with its index (0-based).
+    // Every task starts with the floating-point control state (rounding, exception masks,
+    // flush-to-zero; on x86-64 MXCSR and the x87 control word) its worker thread has once
+    // threadStart returned -- a host-pumped task, the host thread's as the pump call began
+    // running work -- never with what the task before it left; each task then keeps its own
+    // across suspensions, yields and moves, as the ABI keeps it across a call.
     // threadStop runs after the worker left its scheduler: Scheduler::Current() is nullptr there
     // and a Submit to that scheduler from it is refused (the destructor is past its last look).
     std::function<void(unsigned workerIndex)> threadStart;

@@ -27,8 +27,8 @@ static_assert(sizeof(InitialFrame) == 64, "Switch_x86_64_sysv.S pops exactly 64 
 void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
 {
     std::memset(&frame, 0, sizeof frame);
-    // A fresh task starts with the creating thread's floating-point environment (rounding mode,
-    // FTZ/DAZ), as a new thread would.
+    // The control words the first switch in loads: the binding thread's own, in force until the
+    // entry sets what a task starts with (TaskMain: its worker's, FloatingPointControl.h).
     asm volatile("stmxcsr %0" : "=m"(frame.mxcsr));
     asm volatile("fnstcw %0" : "=m"(frame.x87ControlWord));
     frame.r12 = reinterpret_cast<std::uint64_t>(argument);
