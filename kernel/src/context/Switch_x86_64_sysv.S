@@ -10,18 +10,19 @@
  *   (caller-saved) and reached with an indirect jump: a `ret` would be predicted to return to
  *   this call's own caller, which it never does, and that misprediction tripled the cost of a
  *   switch (23.7 ns against 7.9 ns for Boost.Context, which jumps the same way). The two control
- *   words are reloaded only when they differ from the switcher's: ldmxcsr and fldcw are slow,
- *   and tasks almost never change rounding or exception masks. Frame layout at a saved stack
- *   pointer (ContextAsm.cpp mirrors it):
+ *   words are stored and reloaded unconditionally, as Boost.Context does: skipping the reload
+ *   when they match needs the stored MXCSR read back, and that read waits for stmxcsr (4 ns on
+ *   AMD Zen 5, where ldmxcsr and fldcw together cost 1.2 ns): 7.3 against 5.3-5.7 ns per switch
+ *   there (guides/performance.md). Frame layout at a saved stack pointer (ContextAsm.cpp
+ *   mirrors it):
  *     [sp+0]  MXCSR (low 4 bytes), x87 control word (next 2 bytes)
  *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
  *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
  */
 /* The part both entries share: saves the callee-saved set and the control words on the
- * switcher's stack, stores rsp to *rdi, moves to the stack in rsi and branches to the local
- * label 2 when the control words there differ from the switcher's (TC_RELOAD_CONTROL_WORDS, out
- * of line, reloads them and comes back to label 1). rsp then points at the other side's frame.
- * r9 and r10 are scratch: rcx carries TC_SwitchContextThen's `then`. */
+ * switcher's stack, stores rsp to *rdi, moves to the stack in rsi and loads the control words
+ * saved there. rsp then points at the other side's frame. rcx carries TC_SwitchContextThen's
+ * `then`. */
     .macro TC_SAVE_AND_SWITCH_STACKS
     pushq   %rbp
     pushq   %rbx
@@ -32,21 +33,10 @@
     subq    $8, %rsp
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
-    movl    (%rsp), %r10d           /* ours, loaded at the width stored (no forwarding stall) */
-    movzwl  4(%rsp), %r9d
     movq    %rsp, (%rdi)
     movq    %rsi, %rsp
-    cmpl    (%rsp), %r10d
-    jne     2f
-    cmpw    4(%rsp), %r9w
-    jne     2f
-    .endm
-
-    .macro TC_RELOAD_CONTROL_WORDS
-2:
     ldmxcsr (%rsp)
     fldcw   4(%rsp)
-    jmp     1b
     .endm
 
     .text
@@ -56,7 +46,6 @@
 TC_SwitchContext:
     .cfi_startproc
     TC_SAVE_AND_SWITCH_STACKS
-1:
     addq    $8, %rsp
     popq    %r15
     popq    %r14
@@ -67,7 +56,6 @@ TC_SwitchContext:
     movq    %rdx, %rax              /* the message, returned on the other side */
     popq    %r8
     jmp     *%r8
-    TC_RELOAD_CONTROL_WORDS
     .cfi_endproc
     .size   TC_SwitchContext, .-TC_SwitchContext
 
@@ -90,7 +78,6 @@ TC_SwitchContext:
 TC_SwitchContextThen:
     .cfi_startproc
     TC_SAVE_AND_SWITCH_STACKS
-1:
     /* rsp+8..rsp+56 hold r15..rbp: restore them, then reuse the control-word slot (rsp+0) for
      * the message while `then` runs. rsp is 16-byte aligned here: the frame sits right below
      * the return address, which a call left at an address of 8 modulo 16. */
@@ -107,7 +94,6 @@ TC_SwitchContextThen:
     addq    $56, %rsp
     popq    %r8
     jmp     *%r8
-    TC_RELOAD_CONTROL_WORDS
     .cfi_endproc
     .size   TC_SwitchContextThen, .-TC_SwitchContextThen
 
