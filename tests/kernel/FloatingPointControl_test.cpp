@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cfenv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -26,17 +27,27 @@ using namespace TC;
 
 namespace
 {
-// One value per control the switch must carry: the rounding mode (MXCSR and the x87 control word
-// alike), and on x86-64 one bit group that lives in only one of the two words each -- MXCSR's
-// flush-to-zero and denormals-are-zero, the x87 precision control -- so that a switch that
-// forgets either word fails here.
+// One value per control the switch must carry: the rounding mode (on x86-64 in MXCSR and the x87
+// control word alike), flush-to-zero (MXCSR's FTZ and DAZ; AArch64's FPCR.FZ) and on x86-64 the
+// x87 precision control, which lives in the x87 word only -- so that a switch that forgets
+// either x86-64 word fails here.
 struct Mode
 {
     int rounding = FE_TONEAREST;
     bool flushToZero = false;
-    unsigned x87Precision = 3; // 0: 24-bit, 2: 53-bit, 3: 64-bit (the default)
+    unsigned x87Precision = 3; // 0: 24-bit, 2: 53-bit, 3: 64-bit (the default); x86-64 only
 
-    bool operator==(const Mode&) const = default;
+    bool operator==(const Mode& other) const
+    {
+#if defined(__x86_64__)
+        return rounding == other.rounding && flushToZero == other.flushToZero &&
+               x87Precision == other.x87Precision;
+#elif defined(__aarch64__)
+        return rounding == other.rounding && flushToZero == other.flushToZero;
+#else
+        return rounding == other.rounding;
+#endif
+    }
 };
 
 std::string Describe(const Mode& mode)
@@ -55,6 +66,15 @@ unsigned short X87ControlWord()
     asm volatile("fnstcw %0" : "=m"(word));
     return word;
 }
+#elif defined(__aarch64__)
+constexpr std::uint64_t kFlushBit = std::uint64_t{1} << 24; // FPCR.FZ
+
+std::uint64_t Fpcr()
+{
+    std::uint64_t fpcr = 0;
+    asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+}
 #endif
 
 // Called from tasks on worker threads, where no Catch2 assertion may run: a rounding mode the
@@ -72,6 +92,9 @@ void Apply(const Mode& mode)
     unsigned short word = X87ControlWord();
     word = static_cast<unsigned short>((word & ~0x0300u) | (mode.x87Precision << 8));
     asm volatile("fldcw %0" : : "m"(word));
+#elif defined(__aarch64__)
+    const std::uint64_t fpcr = (Fpcr() & ~kFlushBit) | (mode.flushToZero ? kFlushBit : 0);
+    asm volatile("msr fpcr, %0" : : "r"(fpcr));
 #endif
 }
 
@@ -82,6 +105,8 @@ Mode Current()
 #if defined(__x86_64__)
     mode.flushToZero = (_mm_getcsr() & kFlushBits) == kFlushBits;
     mode.x87Precision = (X87ControlWord() >> 8) & 3u;
+#elif defined(__aarch64__)
+    mode.flushToZero = (Fpcr() & kFlushBit) != 0;
 #endif
     return mode;
 }

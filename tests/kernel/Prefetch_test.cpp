@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if TC_PREFETCHW_DETECTED_AT_RUN_TIME
 namespace
 {
 // The flags of the first processor in /proc/cpuinfo, with a space at both ends; empty if none.
@@ -28,6 +29,7 @@ std::string CpuFlags()
     return {};
 }
 } // namespace
+#endif
 
 TEST_CASE("PrefetchForWrite never faults: null, unmapped and ordinary addresses", "[prefetch]")
 {
