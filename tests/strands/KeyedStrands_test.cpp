@@ -80,6 +80,38 @@ TEST_CASE("The keyed hook is given the key and the kind", "[strands][keyed]")
     CHECK(seen[1] == std::make_pair(std::string("model-b"), TaskKind::Resumption));
 }
 
+TEST_CASE("After Seal a key refuses offers whether its pump is queued or it has none; posts run "
+          "in order until Close",
+          "[strands][keyed]")
+{
+    ManualExecutor base;
+    KeyedStrands<int> strands(base);
+    std::vector<std::string> ran;
+    auto record = [&ran](const char* what) { return [&ran, what] { ran.emplace_back(what); }; };
+    strands.Post(1, record("a"));           // makes key 1's strand and queues its pump on the base
+    strands.Post(1, record("b"));           // the pump is queued: the inline way
+    CHECK(strands.TryPost(1, record("c"))); // an offer before the seal is taken
+    strands.Seal();
+    // Key 1's pump is queued with room in its queue, so an offer would fit inline: refused all
+    // the same, as for key 2, which has no strand.
+    CHECK_FALSE(strands.TryPost(1, record("refused on key 1")));
+    CHECK_FALSE(strands.TryPost(2, record("refused on key 2")));
+    strands.Post(1, record("d")); // Post is admitted until Close
+    strands.Post(3, record("e")); // also for a key that had no strand
+    base.RunAll();
+    CHECK(ran == std::vector<std::string>{"a", "b", "c", "d", "e"});
+    CHECK(strands.Idle());
+    CHECK(strands.KeptStrands() == 1); // key 3's strand, made after the seal, is not kept
+
+    strands.Post(1, record("f")); // a kept strand comes back for key 1
+    CHECK(strands.ActiveKeys() == 1);
+    strands.Close();
+    strands.Post(1, record("after Close")); // dropped, never run
+    CHECK_FALSE(strands.TryPost(1, record("after Close")));
+    base.RunAll();
+    CHECK(ran == std::vector<std::string>{"a", "b", "c", "d", "e"}); // "f" was dropped by Close
+}
+
 TEST_CASE("Keys are serialised separately and never get two strands", "[strands][keyed]")
 {
     Scheduler scheduler(2u);

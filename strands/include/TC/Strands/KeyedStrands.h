@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,7 +25,7 @@ namespace TC
 template <class Key>
 struct KeyedStrandsOptions
 {
-    std::size_t batch = 64;          // as StrandOptions::batch, per key
+    std::size_t batch = 64;           // as StrandOptions::batch, per key
     std::size_t initialCapacity = 16; // as StrandOptions::initialCapacity, per key
     // Around every task of every key, told the key and the task's kind; must call task() once.
     std::function<void(const Key& key, RunTask& task)> aroundTask;
@@ -44,8 +45,8 @@ class KeyedCore final : public StrandCore
 public:
     using Registry = KeyedRegistry<Key, Hash, Equal>;
 
-    KeyedCore(IExecutor& base, StrandOptions options, Key key,
-              std::shared_ptr<Registry> registry, bool keepable)
+    KeyedCore(IExecutor& base, StrandOptions options, Key key, std::shared_ptr<Registry> registry,
+              bool keepable)
         : StrandCore(base, std::move(options)), key_(std::move(key)),
           registry_(std::move(registry)), keepable_(keepable)
     {
@@ -160,8 +161,7 @@ public:
             // A strand whose pump is already on the base (the callable's move threw last) is
             // left to that pump's dry turn, which retires it once; one left with no pump
             // retires here. Nothing that can wait runs under the registry's lock.
-            std::shared_ptr<Core> keep =
-                std::static_pointer_cast<Core>(core->shared_from_this());
+            std::shared_ptr<Core> keep = std::static_pointer_cast<Core>(core->shared_from_this());
             const std::coroutine_handle<> exited = core->RetireIfStrandedLocked(*this);
             coreLock.unlock();
             lock.unlock();
@@ -170,6 +170,23 @@ public:
             keep->DropAbandoned(abandoned);
             throw;
         }
+    }
+
+    // A post's common case, inline: a callable held in its entry, for a key whose strand has its
+    // pump queued or running and room in its tail segment (StrandCore::TryQueueInline, under this
+    // registry's lock and then the strand's, the order everywhere). Anything else -- closed, an
+    // offer after the seal, a key with no strand, no room -- returns false having done nothing,
+    // and the post takes the full way (Route), which decides again.
+    template <class Fn, class Src>
+    bool TryQueueInline(const Key& key, void* source, Admission admission)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (closed_ || (admission == Admission::Offer && sealed_))
+            return false; // Route refuses it
+        auto it = active_.find(key);
+        // Admission::Return, as Route's: the registry is the offer door.
+        return it != active_.end() &&
+               it->second->template TryQueueInline<Fn, Src>(source, Admission::Return);
     }
 
     // With no lock held and a reference to `core`: retires it if a failure stranded it.
@@ -286,9 +303,9 @@ private:
         std::shared_ptr<Core> core = TakeKeptLocked(key);
         if (!core)
         {
-            core = std::make_shared<Core>(base_, StrandOptions{options_.batch, {},
-                                                               options_.initialCapacity},
-                                          key, this->shared_from_this(), !sealed_);
+            core = std::make_shared<Core>(
+                base_, StrandOptions{options_.batch, {}, options_.initialCapacity}, key,
+                this->shared_from_this(), !sealed_);
             ++made_;
         }
         Core* raw = core.get();
@@ -330,8 +347,7 @@ private:
         {
             std::shared_ptr<Core>& candidate = kept_[i];
             std::lock_guard<detail::StrandLock> coreLock(candidate->Mutex());
-            const long expected =
-                1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
+            const long expected = 1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
             if (candidate.use_count() != expected)
                 continue;
             candidate->ReuseLocked(key);
@@ -458,9 +474,18 @@ private:
     template <class F>
     bool PostImpl(const Key& key, F&& fn, detail::Admission admission)
     {
-        return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending) {
-            return registry_->Route(key, pending, admission);
-        });
+        using Fn = std::decay_t<F>;
+        if constexpr (detail::kInlineCall<Fn>)
+        {
+            // As Strand's post (detail::PostTo): the callable's bytes are copied only if queued,
+            // so the full way below may still take it.
+            using Source = std::remove_reference_t<F>;
+            if (registry_->template TryQueueInline<Fn, F&&>(
+                    key, const_cast<std::remove_const_t<Source>*>(std::addressof(fn)), admission))
+                return true;
+        }
+        return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending)
+                                { return registry_->Route(key, pending, admission); });
     }
 
     std::shared_ptr<Registry> registry_;

@@ -110,8 +110,9 @@ public:
     // A post's common case, inline in the poster: a callable held in its entry, the strand
     // open, its pump already queued or running, a free slot in the tail segment. Queues it and
     // returns true. Otherwise does nothing and returns false: the caller goes the full way
-    // (Enqueue), which decides again under the lock. Never for a keyed strand's core (retired_
-    // sends it the full way regardless).
+    // (Enqueue), which decides again under the lock. A keyed strand's core is tried only under
+    // its registry's lock, found as its key's strand (KeyedRegistry::TryQueueInline); a retired
+    // one sends a post the full way regardless.
     template <class Fn, class Src>
     bool TryQueueInline(void* source, Admission admission) noexcept
     {
