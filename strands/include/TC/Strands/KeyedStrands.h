@@ -25,7 +25,7 @@ namespace TC
 template <class Key>
 struct KeyedStrandsOptions
 {
-    std::size_t batch = 64;           // as StrandOptions::batch, per key
+    std::size_t batch = 64;          // as StrandOptions::batch, per key
     std::size_t initialCapacity = 16; // as StrandOptions::initialCapacity, per key
     // Around every task of every key, told the key and the task's kind; must call task() once.
     std::function<void(const Key& key, RunTask& task)> aroundTask;
@@ -36,6 +36,13 @@ namespace detail
 // Retired strands and map nodes kept for reuse.
 inline constexpr std::size_t kKeptStrands = 32;
 
+// The registry's lock: a post takes it, and so does every turn that leaves a key's queue dry, so
+// with many keys the poster and the pumps meet on it at nearly every post. A futex mutex there put
+// a quarter of a 64-key post's time in the kernel (waits and wakes); a spin lock, as each strand's
+// own, keeps them in user space. Held for a map lookup and a strand's push -- which may make a
+// strand, hand its pump to the base or resume WaitIdle's waiters -- never across a wait.
+using RegistryLock = StrandLock;
+
 template <class Key, class Hash, class Equal>
 class KeyedRegistry;
 
@@ -45,8 +52,8 @@ class KeyedCore final : public StrandCore
 public:
     using Registry = KeyedRegistry<Key, Hash, Equal>;
 
-    KeyedCore(IExecutor& base, StrandOptions options, Key key, std::shared_ptr<Registry> registry,
-              bool keepable)
+    KeyedCore(IExecutor& base, StrandOptions options, Key key,
+              std::shared_ptr<Registry> registry, bool keepable)
         : StrandCore(base, std::move(options)), key_(std::move(key)),
           registry_(std::move(registry)), keepable_(keepable)
     {
@@ -98,7 +105,7 @@ protected:
     TurnEnd OnQueueDry() override
     {
         std::shared_ptr<Registry> registry = registry_;
-        std::lock_guard<std::mutex> registryLock(registry->mutex_);
+        std::lock_guard<RegistryLock> registryLock(registry->mutex_);
         std::lock_guard<detail::StrandLock> lock(Mutex());
         if (ClosedLocked())
             return ExitLocked();
@@ -142,7 +149,7 @@ public:
     // Queues the entry on the key's strand, taking a kept one or making one if it has none.
     EnqueueResult Route(const Key& key, PendingEntry& pending, Admission admission)
     {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::unique_lock<RegistryLock> lock(mutex_);
         if (closed_ || (admission == Admission::Offer && sealed_))
             return EnqueueResult::Refused; // the registry is the offer door
         Core* core = nullptr;
@@ -161,7 +168,8 @@ public:
             // A strand whose pump is already on the base (the callable's move threw last) is
             // left to that pump's dry turn, which retires it once; one left with no pump
             // retires here. Nothing that can wait runs under the registry's lock.
-            std::shared_ptr<Core> keep = std::static_pointer_cast<Core>(core->shared_from_this());
+            std::shared_ptr<Core> keep =
+                std::static_pointer_cast<Core>(core->shared_from_this());
             const std::coroutine_handle<> exited = core->RetireIfStrandedLocked(*this);
             coreLock.unlock();
             lock.unlock();
@@ -180,7 +188,7 @@ public:
     template <class Fn, class Src>
     bool TryQueueInline(const Key& key, void* source, Admission admission)
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         if (closed_ || (admission == Admission::Offer && sealed_))
             return false; // Route refuses it
         auto it = active_.find(key);
@@ -194,7 +202,7 @@ public:
     {
         std::coroutine_handle<> exited;
         {
-            std::lock_guard<std::mutex> lock(mutex_);
+            std::lock_guard<RegistryLock> lock(mutex_);
             std::lock_guard<detail::StrandLock> coreLock(core.Mutex());
             exited = core.RetireIfStrandedLocked(*this);
         }
@@ -225,7 +233,7 @@ public:
 
     void Seal()
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         sealed_ = true;
     }
 
@@ -233,7 +241,7 @@ public:
     {
         std::vector<std::shared_ptr<Core>> cores;
         {
-            std::lock_guard<std::mutex> lock(mutex_);
+            std::lock_guard<RegistryLock> lock(mutex_);
             closed_ = true;
             sealed_ = true;
             // The one allocation of a close; out of memory here terminates (noexcept).
@@ -254,13 +262,13 @@ public:
 
     bool Idle() const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         return active_.empty();
     }
 
     void WaitIdle()
     {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::unique_lock<RegistryLock> lock(mutex_);
         for (auto& [key, core] : active_)
             if (core->RunningHere())
                 throw std::logic_error("TC::KeyedStrands::WaitIdle: called from a key's task");
@@ -269,29 +277,29 @@ public:
 
     bool RunningHere(const Key& key) const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         auto it = active_.find(key);
         return it != active_.end() && it->second->RunningHere();
     }
 
     std::size_t ActiveKeys() const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         return active_.size();
     }
     std::size_t KeptStrands() const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         return kept_.size();
     }
     std::size_t SpareNodes() const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         return spareNodes_.size();
     }
     std::size_t StrandsMade() const
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RegistryLock> lock(mutex_);
         return made_;
     }
 
@@ -303,9 +311,9 @@ private:
         std::shared_ptr<Core> core = TakeKeptLocked(key);
         if (!core)
         {
-            core = std::make_shared<Core>(
-                base_, StrandOptions{options_.batch, {}, options_.initialCapacity}, key,
-                this->shared_from_this(), !sealed_);
+            core = std::make_shared<Core>(base_, StrandOptions{options_.batch, {},
+                                                               options_.initialCapacity},
+                                          key, this->shared_from_this(), !sealed_);
             ++made_;
         }
         Core* raw = core.get();
@@ -347,7 +355,8 @@ private:
         {
             std::shared_ptr<Core>& candidate = kept_[i];
             std::lock_guard<detail::StrandLock> coreLock(candidate->Mutex());
-            const long expected = 1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
+            const long expected =
+                1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
             if (candidate.use_count() != expected)
                 continue;
             candidate->ReuseLocked(key);
@@ -361,7 +370,7 @@ private:
 
     IExecutor& base_;
     KeyedStrandsOptions<Key> options_;
-    mutable std::mutex mutex_;
+    mutable RegistryLock mutex_;
     Map active_;
     std::vector<std::shared_ptr<Core>> kept_;
     std::vector<typename Map::node_type> spareNodes_;
@@ -484,8 +493,9 @@ private:
                     key, const_cast<std::remove_const_t<Source>*>(std::addressof(fn)), admission))
                 return true;
         }
-        return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending)
-                                { return registry_->Route(key, pending, admission); });
+        return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending) {
+            return registry_->Route(key, pending, admission);
+        });
     }
 
     std::shared_ptr<Registry> registry_;
