@@ -143,6 +143,26 @@ struct Checks
     }
 };
 
+// Starts one task per entry of kTaskModes, appending their handles to `tasks`: each expects
+// `startMode` when it starts, then sets its own mode and, if it `yields`, yields once and
+// expects its own mode back.
+void StartModeTasks(Scheduler& scheduler, const Mode& startMode, bool yields, Checks& checks,
+                    std::vector<JoinHandle>& tasks)
+{
+    for (const Mode& mode : kTaskModes)
+        tasks.push_back(scheduler.Start(
+            [&checks, startMode, mode, yields]
+            {
+                checks.Expect(startMode,
+                              yields ? "a yielding task at its start" : "a task at its start");
+                Apply(mode);
+                if (!yields)
+                    return;
+                YieldTask();
+                checks.Expect(mode, "a yielding task after its yield");
+            }));
+}
+
 SchedulerOptions Workers(unsigned count, const Mode& workerMode)
 {
     SchedulerOptions options;
@@ -262,13 +282,7 @@ TEST_CASE("A task starts with its worker thread's floating-point control state, 
                     [&]
                     {
                         std::vector<JoinHandle> batch;
-                        for (const Mode& mode : kTaskModes)
-                            batch.push_back(scheduler.Start(
-                                [&, mode]
-                                {
-                                    checks.Expect(workerMode, "a task at its start");
-                                    Apply(mode);
-                                }));
+                        StartModeTasks(scheduler, workerMode, false, checks, batch);
                         batch.push_back(scheduler.Start(
                             [&]
                             {
@@ -307,22 +321,8 @@ TEST_CASE("A host-pumped task starts with the host thread's state of that turn, 
         std::vector<JoinHandle> tasks;
         // The yielding ones start on fresh contexts through switches; each of the others starts
         // in place on the stack of the one before it, which left its own mode behind.
-        for (const Mode& mode : kTaskModes)
-            tasks.push_back(scheduler.Start(
-                [&, mode]
-                {
-                    checks.Expect(hostMode, "a pumped task at its start");
-                    Apply(mode);
-                    YieldTask();
-                    checks.Expect(mode, "a pumped task after its yield");
-                }));
-        for (const Mode& mode : kTaskModes)
-            tasks.push_back(scheduler.Start(
-                [&, mode]
-                {
-                    checks.Expect(hostMode, "a pumped task started in place");
-                    Apply(mode);
-                }));
+        StartModeTasks(scheduler, hostMode, true, checks, tasks);
+        StartModeTasks(scheduler, hostMode, false, checks, tasks);
         scheduler.RunUntilIdle();
         CHECK(Current() == hostMode);
         for (JoinHandle& task : tasks)
