@@ -2,6 +2,7 @@
 
 #include "context/Context.h"
 #include "context/ContextSanitizers.h"
+#include "context/FloatingPointControl.h"
 
 #include <cstdint>
 #include <cstring>
@@ -29,8 +30,9 @@ void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
     std::memset(&frame, 0, sizeof frame);
     // The control words the first switch in loads: the binding thread's own, in force until the
     // entry sets what a task starts with (TaskMain: its worker's, FloatingPointControl.h).
-    asm volatile("stmxcsr %0" : "=m"(frame.mxcsr));
-    asm volatile("fnstcw %0" : "=m"(frame.x87ControlWord));
+    const FloatingPointControl control = ReadFloatingPointControl();
+    frame.mxcsr = control.mxcsr;
+    frame.x87ControlWord = control.x87ControlWord;
     frame.r12 = reinterpret_cast<std::uint64_t>(argument);
     frame.r13 = reinterpret_cast<std::uint64_t>(entry);
     frame.rip = reinterpret_cast<std::uint64_t>(&TC_ContextStart);
@@ -49,9 +51,7 @@ static_assert(sizeof(InitialFrame) == 176, "Switch_aarch64.S loads exactly 176 b
 void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
 {
     std::memset(&frame, 0, sizeof frame);
-    std::uint64_t fpcr = 0;
-    asm volatile("mrs %0, fpcr" : "=r"(fpcr));
-    frame.fpcr = fpcr;
+    frame.fpcr = ReadFloatingPointControl().fpcr; // as on x86-64, until TaskMain sets its worker's
     frame.x[0] = reinterpret_cast<std::uint64_t>(argument);         // x19
     frame.x[1] = reinterpret_cast<std::uint64_t>(entry);            // x20
     frame.x[11] = reinterpret_cast<std::uint64_t>(&TC_ContextStart); // x30

@@ -2,7 +2,8 @@
 // The floating-point control state a task starts with: the rounding mode, the exception masks and
 // the flush-to-zero and denormals-are-zero bits (x86-64: MXCSR and the x87 control word; AArch64:
 // FPCR; elsewhere the <cfenv> environment). The switch carries each task's own state across its
-// suspensions; a task that starts takes its worker's (SchedulerCore::TaskStartControl).
+// suspensions; a task that starts takes its worker's (Worker::taskStartControl, loaded by
+// TaskMain), and a fresh context's first frame holds the binding thread's (ContextAsm.cpp).
 
 #include <cstdint>
 
@@ -25,8 +26,8 @@ struct FloatingPointControl
 };
 
 // The calling thread's control state. On x86-64 this is stmxcsr, about 4 ns on AMD Zen 5, so it
-// is read once per worker thread or host pump turn, never per task. MXCSR's exception flags are
-// status, not control: a task starts with none raised.
+// is read once per worker thread or host pump turn, and when a stack is bound to a fresh context,
+// never per task. MXCSR's exception flags are status, not control: a task starts with none raised.
 inline FloatingPointControl ReadFloatingPointControl() noexcept
 {
     FloatingPointControl control;
