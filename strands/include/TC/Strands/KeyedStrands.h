@@ -150,7 +150,7 @@ public:
     EnqueueResult Route(const Key& key, PendingEntry& pending, Admission admission)
     {
         std::unique_lock<RegistryLock> lock(mutex_);
-        if (closed_ || (admission == Admission::Offer && sealed_))
+        if (RefusesLocked(admission))
             return EnqueueResult::Refused; // the registry is the offer door
         Core* core = nullptr;
         if (auto it = active_.find(key); it != active_.end())
@@ -189,12 +189,20 @@ public:
     bool TryQueueInline(const Key& key, void* source, Admission admission)
     {
         std::lock_guard<RegistryLock> lock(mutex_);
-        if (closed_ || (admission == Admission::Offer && sealed_))
+        if (RefusesLocked(admission))
             return false; // Route refuses it
         auto it = active_.find(key);
         // Admission::Return, as Route's: the registry is the offer door.
         return it != active_.end() &&
                it->second->template TryQueueInline<Fn, Src>(source, Admission::Return);
+    }
+
+    // Under the registry's lock: whether a submission of this kind is refused -- closed, or an
+    // offer once sealed. The registry's admission rule, for both ways a post is queued (Route
+    // and TryQueueInline); a key's strand then admits every submission as a return.
+    bool RefusesLocked(Admission admission) const noexcept
+    {
+        return closed_ || (admission == Admission::Offer && sealed_);
     }
 
     // With no lock held and a reference to `core`: retires it if a failure stranded it.
@@ -488,9 +496,8 @@ private:
         {
             // As Strand's post (detail::PostTo): the callable's bytes are copied only if queued,
             // so the full way below may still take it.
-            using Source = std::remove_reference_t<F>;
-            if (registry_->template TryQueueInline<Fn, F&&>(
-                    key, const_cast<std::remove_const_t<Source>*>(std::addressof(fn)), admission))
+            if (registry_->template TryQueueInline<Fn, F&&>(key, detail::CallableSource(fn),
+                                                            admission))
                 return true;
         }
         return detail::PostWith(std::forward<F>(fn), [&](detail::PendingEntry& pending) {

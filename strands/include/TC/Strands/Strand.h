@@ -26,9 +26,7 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
     {
         // Copies the callable's bytes only (it is trivially copyable): `fn` is unchanged either
         // way, so the full way below may still take it.
-        using Source = std::remove_reference_t<F>;
-        if (core.TryQueueInline<Fn, F&&>(
-                const_cast<std::remove_const_t<Source>*>(std::addressof(fn)), admission))
+        if (core.TryQueueInline<Fn, F&&>(CallableSource(fn), admission))
             return true;
     }
     return PostWith(std::forward<F>(fn),

@@ -211,6 +211,14 @@ private:
     mutable WaitList waiters_; // Close and WaitIdle
 };
 
+// The address of a post's callable as the entry constructors take it (ConstructFrom<Src> copies
+// from it, or moves from it when Src is an rvalue reference): one place casts away the const.
+template <class T>
+void* CallableSource(T& fn) noexcept
+{
+    return const_cast<std::remove_const_t<T>*>(std::addressof(fn));
+}
+
 // A post to a strand core (or, through `enqueue`, a keyed strand's registry): a callable that
 // fits is held inline in its queue entry (no allocation); any other gets storage first, and is
 // moved in under the lock once admitted. True when queued; false (refused: closed, or sealed for
@@ -219,9 +227,8 @@ template <class F, class EnqueueFn>
 bool PostWith(F&& fn, EnqueueFn&& enqueue)
 {
     using Fn = std::decay_t<F>;
-    using Source = std::remove_reference_t<F>;
     PendingEntry pending;
-    pending.source = const_cast<std::remove_const_t<Source>*>(std::addressof(fn));
+    pending.source = CallableSource(fn);
     if constexpr (kInlineCall<Fn>)
     {
         pending.constructInline = &InlineCall<Fn>::template ConstructFrom<F&&>;
