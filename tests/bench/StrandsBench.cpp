@@ -30,8 +30,29 @@ struct alignas(64) RanCounter
     std::atomic<std::int64_t> value{0};
 };
 
-// Posts state.iterations() callables round-robin over range(0) strands, then waits until all
-// have run: time per callable, posting and running, serialised per strand.
+// Posts state.iterations() callables round-robin over `targets` destinations, through
+// post(index, callable), then waits until all have run: time per callable, posting and running.
+// Each callable counts itself on a line of its own (RanCounter).
+template <class Post>
+void PostRoundRobin(benchmark::State& state, std::size_t targets, Post&& post)
+{
+    RanCounter counter;
+    std::atomic<std::int64_t>& ran = counter.value;
+    std::int64_t posted = 0;
+    std::size_t next = 0;
+    for (auto _ : state)
+    {
+        post(next, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        if (++next == targets)
+            next = 0;
+        ++posted;
+    }
+    while (ran.load(std::memory_order_relaxed) != posted)
+        std::this_thread::yield();
+    state.SetItemsProcessed(posted);
+}
+
+// Round-robin over range(0) strands on two workers, serialised per strand.
 void BM_StrandPost(benchmark::State& state)
 {
     const auto strandCount = static_cast<std::size_t>(state.range(0));
@@ -39,20 +60,9 @@ void BM_StrandPost(benchmark::State& state)
     std::vector<std::unique_ptr<TC::Strand>> strands;
     for (std::size_t i = 0; i < strandCount; ++i)
         strands.push_back(std::make_unique<TC::Strand>(scheduler));
-    RanCounter counter;
-    std::atomic<std::int64_t>& ran = counter.value;
-    std::int64_t posted = 0;
-    std::size_t next = 0;
-    for (auto _ : state)
-    {
-        strands[next]->Post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
-        if (++next == strandCount)
-            next = 0;
-        ++posted;
-    }
-    while (ran.load(std::memory_order_relaxed) != posted)
-        std::this_thread::yield();
-    state.SetItemsProcessed(posted);
+    PostRoundRobin(state, strandCount,
+                   [&](std::size_t i, auto&& call)
+                   { strands[i]->Post(std::forward<decltype(call)>(call)); });
     for (auto& strand : strands)
         strand->WaitIdle();
 }
@@ -63,23 +73,11 @@ BENCHMARK(BM_StrandPost)->Arg(1)->Arg(64)->UseRealTime();
 // reuse) until its next post.
 void BM_KeyedStrandPost(benchmark::State& state)
 {
-    const auto keyCount = static_cast<int>(state.range(0));
     TC::Scheduler scheduler(2u);
     TC::KeyedStrands<int> strands(scheduler);
-    RanCounter counter;
-    std::atomic<std::int64_t>& ran = counter.value;
-    std::int64_t posted = 0;
-    int key = 0;
-    for (auto _ : state)
-    {
-        strands.Post(key, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
-        if (++key == keyCount)
-            key = 0;
-        ++posted;
-    }
-    while (ran.load(std::memory_order_relaxed) != posted)
-        std::this_thread::yield();
-    state.SetItemsProcessed(posted);
+    PostRoundRobin(state, static_cast<std::size_t>(state.range(0)),
+                   [&](std::size_t key, auto&& call)
+                   { strands.Post(static_cast<int>(key), std::forward<decltype(call)>(call)); });
     strands.WaitIdle();
 }
 BENCHMARK(BM_KeyedStrandPost)->Arg(1)->Arg(64)->UseRealTime();
@@ -93,20 +91,9 @@ void BM_AsioStrandPost(benchmark::State& state)
     std::vector<Strand> strands;
     for (std::size_t i = 0; i < strandCount; ++i)
         strands.push_back(asio::make_strand(pool.get_executor()));
-    RanCounter counter;
-    std::atomic<std::int64_t>& ran = counter.value;
-    std::int64_t posted = 0;
-    std::size_t next = 0;
-    for (auto _ : state)
-    {
-        asio::post(strands[next], [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
-        if (++next == strandCount)
-            next = 0;
-        ++posted;
-    }
-    while (ran.load(std::memory_order_relaxed) != posted)
-        std::this_thread::yield();
-    state.SetItemsProcessed(posted);
+    PostRoundRobin(state, strandCount,
+                   [&](std::size_t i, auto&& call)
+                   { asio::post(strands[i], std::forward<decltype(call)>(call)); });
     pool.join();
 }
 BENCHMARK(BM_AsioStrandPost)->Arg(1)->Arg(64)->UseRealTime();
