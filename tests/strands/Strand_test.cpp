@@ -495,6 +495,20 @@ auto PostsWhenDropped(TC::Strand* strand, std::atomic<bool>* lateRan)
 }
 } // namespace
 
+namespace
+{
+// With the strand's batch at 1: runs the pump's turn (the first task) while the base refuses
+// every submit, so the pump's re-submit is refused and it drops what is queued; then runs what
+// the base holds after that with refusals off.
+void RunFirstRefusingItsResubmit(TCTest::ManualExecutor& base)
+{
+    base.SetRefuse(true);
+    base.RunOne();
+    base.SetRefuse(false);
+    base.RunAll();
+}
+} // namespace
+
 TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhile; a keyed strand "
           "retires",
           "[strands][strand]")
@@ -512,10 +526,7 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
         int first = 0;
         strand.Post([&first] { ++first; });
         strand.Post(PostsWhenDropped(&strand, &lateRan));
-        base.SetRefuse(true);
-        base.RunOne(); // runs the first; the re-submit is refused and the second is dropped
-        base.SetRefuse(false);
-        base.RunAll();
+        RunFirstRefusingItsResubmit(base); // the second is dropped
         CHECK(first == 1);
         CHECK(lateRan);
         CHECK(strand.Idle());
@@ -529,10 +540,7 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
         int ran = 0;
         strands.Post(1, [&ran] { ++ran; });
         strands.Post(1, [&ran] { ++ran; });
-        base.SetRefuse(true);
-        base.RunOne(); // runs the first; the re-submit is refused and the second is dropped
-        base.SetRefuse(false);
-        base.RunAll();
+        RunFirstRefusingItsResubmit(base); // the second is dropped
         CHECK(ran == 1);
         CHECK(strands.Idle());
         CHECK(strands.ActiveKeys() == 0);
@@ -567,10 +575,7 @@ TEST_CASE("An offer from a dropped call's destructor on the dropping thread is r
     strand.Post([&first] { ++first; });
     strand.Post(PostsWhenDropped(&strand, &otherThreadRan));
     strand.Post(OffersHereWhenDropped(&strand, &answer));
-    base.SetRefuse(true);
-    base.RunOne(); // runs the first; the re-submit is refused and the other two are dropped
-    base.SetRefuse(false);
-    base.RunAll();
+    RunFirstRefusingItsResubmit(base); // the other two are dropped
     CHECK(first == 1);
     CHECK(otherThreadRan);
     CHECK(answer == 0);
