@@ -1,8 +1,8 @@
 // SyncBench: the synchronization layer's benchmarks -- uncontended event Set+Wait, uncontended
-// Latch, Semaphore and Mailbox round trips, ping-pong through each event kind, a contended Mutex
-// against std::mutex and Boost.Fiber's mutex, and Channel throughput against moodycamel's
-// BlockingConcurrentQueue. No main: tc_bench links every tests/bench/*Bench.cpp with
-// benchmark_main.
+// Latch, Semaphore and Mailbox round trips, ping-pong through each event kind and through
+// Mailbox<int>, a contended Mutex against std::mutex and Boost.Fiber's mutex, and Channel
+// throughput against moodycamel's BlockingConcurrentQueue. No main: tc_bench links every
+// tests/bench/*Bench.cpp with benchmark_main.
 
 #include "Scaling.h"
 
@@ -136,6 +136,39 @@ BENCHMARK_TEMPLATE(BM_EventPingPong, AutoResetEvent_s)->Arg(1)->Arg(2)->UseRealT
 BENCHMARK_TEMPLATE(BM_EventPingPong, ManualResetEvent_s)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_EventPingPong, AutoResetEvent)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_EventPingPong, ManualResetEvent)->Arg(1)->Arg(2)->UseRealTime();
+
+// ---- ping-pong through two Mailbox<int>: an item is one round trip; range(0) as above ----
+// The library's own single-value handoff; BM_PingPongSameThread runs the seed's Mailbox.
+
+void BM_MailboxPingPong(benchmark::State& state)
+{
+    TC::Scheduler scheduler(static_cast<unsigned>(state.range(0)));
+    Mailbox<int> requests;
+    Mailbox<int> replies;
+    auto server = scheduler.Start(
+        [&]
+        {
+            for (int request; (request = requests.Take()) > 0;)
+                replies.Put(request);
+        });
+    scheduler
+        .Start(
+            [&]
+            {
+                int sum = 0;
+                for (auto _ : state)
+                {
+                    requests.Put(1);
+                    sum += replies.Take();
+                }
+                requests.Put(-1);
+                benchmark::DoNotOptimize(sum);
+            })
+        .Join();
+    server.Join();
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_MailboxPingPong)->Arg(1)->Arg(2)->UseRealTime();
 
 // ---- contended mutex: 4 tasks on 2 workers, each locking kOps times ----
 

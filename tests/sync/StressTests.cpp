@@ -566,6 +566,136 @@ TEST_CASE("Stress: a Mailbox<T> destroyed by its taker as soon as Take returns",
 
 namespace
 {
+// What the taker of MailboxRacingPuts has seen: each putter's last sequence number, and counts.
+struct MailboxTakes
+{
+    static constexpr int kPutters = 2;
+    std::int64_t last[kPutters] = {0, 0};
+    std::int64_t taken = 0;
+    std::int64_t timedOut = 0;
+    bool ordered = true;
+    std::atomic<std::int64_t> progress{0}; // the putters pace themselves on it
+    std::atomic<bool> finished{false};
+
+    // Records one take; false for the sentinel.
+    bool Record(std::int64_t value)
+    {
+        if (value < 0)
+            return false;
+        const auto putter = static_cast<int>(value >> 40);
+        const std::int64_t sequence = value & ((std::int64_t{1} << 40) - 1);
+        ordered &= sequence > last[putter];
+        last[putter] = sequence;
+        progress.store(++taken, std::memory_order_relaxed);
+        return true;
+    }
+};
+
+// The taker of MailboxRacingPuts as a coroutine: the awaiter forms of the same three takes.
+Fire TakeAsCoroutine(TC::Scheduler& scheduler, Mailbox<std::int64_t>& box, MailboxTakes& takes)
+{
+    co_await scheduler.Schedule();
+    for (std::uint64_t round = 0;; ++round)
+    {
+        std::optional<std::int64_t> value;
+        if (round % 3 == 0)
+            value = co_await box.TakeAsync();
+        else if (round % 3 == 1)
+            value = co_await box.TakeAsync(std::chrono::microseconds(round % 16));
+        else if (!(value = box.TryTake()))
+            co_await scheduler.Schedule();
+        if (!value)
+            takes.timedOut += round % 3 == 1;
+        else if (!takes.Record(*value))
+            break;
+    }
+    takes.finished = true;
+}
+
+// Two threads Put while one taker takes, mixing untimed, timed (timeouts of 0-15 us, so that
+// the timer's claim races a Put's) and polling takes: every value is taken at most once and in
+// each putter's order, and every Put's value is either taken or reported replaced by a later Put.
+void MailboxRacingPuts(bool coroutineTaker)
+{
+    TC::EnableTimers();
+    const std::int64_t perPutter = Scaled(200000);
+    Mailbox<std::int64_t> box;
+    MailboxTakes takes;
+    TC::Scheduler scheduler(2u);
+    std::optional<TC::JoinHandle> taker;
+    if (coroutineTaker)
+        TakeAsCoroutine(scheduler, box, takes);
+    else
+        taker = scheduler.Start(
+            [&]
+            {
+                for (std::uint64_t round = 0;; ++round)
+                {
+                    std::optional<std::int64_t> value;
+                    if (round % 3 == 0)
+                        value = box.Take();
+                    else if (round % 3 == 1)
+                        value = box.Take(std::chrono::microseconds(round % 16));
+                    else if (!(value = box.TryTake()))
+                        TC::YieldTask();
+                    if (!value)
+                        takes.timedOut += round % 3 == 1;
+                    else if (!takes.Record(*value))
+                        return;
+                }
+            });
+    std::atomic<std::int64_t> replaced{0};
+    std::vector<std::thread> putters;
+    for (int p = 0; p < MailboxTakes::kPutters; ++p)
+        putters.emplace_back(
+            [&, p]
+            {
+                std::int64_t local = 0;
+                for (std::int64_t i = 1; i <= perPutter; ++i)
+                {
+                    const std::int64_t seen = takes.progress.load(std::memory_order_relaxed);
+                    local += box.Put((std::int64_t{p} << 40) | i);
+                    // Mostly wait (a while) for the taker, so that Puts meet a suspended taker,
+                    // a timing-out one and a full slot, not only each other.
+                    for (int spin = 0; spin < 4000 && i % 8 != 0; ++spin)
+                        if (takes.progress.load(std::memory_order_relaxed) != seen)
+                            break;
+                        else
+                            TC::detail::CpuRelax();
+                }
+                replaced += local;
+            });
+    for (auto& putter : putters)
+        putter.join();
+    const bool sentinelReplaced = box.Put(-1); // the taker stops at it
+    if (taker)
+        taker->Join();
+    else
+        REQUIRE(Eventually([&] { return takes.finished.load(); }));
+    INFO("taken " << takes.taken << ", replaced " << replaced.load() << ", timed out "
+                  << takes.timedOut);
+    CHECK(takes.ordered);
+    CHECK(takes.taken + replaced.load() + sentinelReplaced == MailboxTakes::kPutters * perPutter);
+    CHECK(takes.taken > 0);
+    CHECK_FALSE(box.IsSuspended());
+}
+} // namespace
+
+TEST_CASE("Stress: Mailbox<T> with racing Puts and timed takes loses and repeats nothing",
+          "[stress][mailbox][timeout]")
+{
+    SECTION("a task taker")
+    {
+        MailboxRacingPuts(false);
+    }
+    SECTION("a coroutine taker")
+    {
+        MailboxRacingPuts(true);
+    }
+}
+
+namespace
+{
 // Not trivially copyable (a user-provided copy): constructed into and moved out of its slot.
 struct SlotValue
 {

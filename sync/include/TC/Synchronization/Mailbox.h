@@ -1,77 +1,136 @@
 #pragma once
 // Mailbox<T>: holds one value of T for one waiting taker; the generic form of the guide's Mailbox.
 
+#include <TC/Checked.h>
 #include <TC/Duration.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Suspend.h>
 #include <TC/SuspendAsync.h>
-#include <TC/Synchronization/Suspendable.h>
+#include <TC/SuspendedTask.h>
+#include <TC/Synchronization/SuspendableBase.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/TimeBudget.h>
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
-#include <mutex>
+#include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace TC::Synchronization
 {
 // Put may be called from any thread, any number of times: a value not yet taken is replaced
 // (Put reports that). Take suspends until a value is there. One taker at a time (a task, a
-// converted thread or a coroutine; SuspensionKind::Single, so timed takes work).
+// converted thread or a coroutine; checked mode fails a second), and timed takes work.
 //
-// Design: the value sits under a tiny spinlock (T need not be atomic); the waiter in the Single
-// slot of SuspendableBase. Put stores the value and then claims the slot; the taker's re-check
-// (TryResume) runs after it was published, so one of the two always sees the other. A taker that
-// takes a value waits until the Put that stored it has claimed the slot, so a late Put never
-// resumes the taker's next wait (a coroutine taker could not loop over that) and never touches
-// a mailbox its taker already destroyed.
+// Design: one atomic word holds the state -- empty, full, locked (a Put or the taker is moving a
+// value in or out of the slot) -- or the address of the suspended taker's entry, as the _s
+// events keep theirs. A Put that finds the taker claims it with one compare-exchange and moves
+// the value into a second slot only the resumed taker reads (the handoff), so a round trip
+// through a suspended taker costs the Put one RMW and the taker one (its publication); a value
+// that finds no taker goes into the slot under the lock state (one RMW each for Put and take).
+// A late Put never resumes the taker's next wait: the claim and the check of who waits are one
+// RMW. Neither Put nor the taker's publication touches the object after the RMW or the store
+// that hands it over, so the taker may destroy it as soon as its Take returned.
+//
+// T's move constructor must not throw: a Put that has claimed the suspended taker owes it the
+// value (hold a throwing type through std::unique_ptr). A copy into Put's by-value parameter
+// that throws does so before the mailbox is touched. TryTake counts as a take (one taker).
 //
 // Destruction: when no taker is suspended and no Put is running; the taker may destroy it as
-// soon as its Take returned (its re-check is over by then: SuspendableBase<Single>).
+// soon as its Take returned.
 template <class T>
-class Mailbox : public Suspendable<SuspensionKind::Single, Mailbox<T>>
+class Mailbox : private ISuspendCallback
 {
+    static_assert(
+        std::is_nothrow_move_constructible_v<T>,
+        "Mailbox<T> needs a T whose move constructor is noexcept: a Put that claimed the "
+        "suspended taker must hand it the value (hold the value through std::unique_ptr)");
+
 public:
     Mailbox() = default;
+    Mailbox(const Mailbox&) = delete;
+    Mailbox& operator=(const Mailbox&) = delete;
 
-    // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
-    bool Put(T value)
+    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
+    // through a base pointer.
+    virtual ~Mailbox()
     {
-        bool replaced = false;
-        SuspendedTask waiter;
-        {
-            // From before the value is stored until the waiter slot is claimed: a taker that
-            // finds the value waits this out before it waits again or returns (ResumerScope).
-            // The resume itself comes after, outside: a taker never waits for a wake-up call.
-            const auto resuming = this->ResumerScope();
-            {
-                std::lock_guard guard(lock_);
-                replaced = value_.has_value();
-                value_ = std::move(value);
-                full_.store(true); // seq_cst: the state change the taker's re-check pairs with
-            }
-            waiter = this->ClaimWaiter();
-        }
-        if (waiter)
-            ResumeTask(waiter);
-        return replaced;
+#if TC_CHECKED
+        // acquire, as IsSuspended: the destroying thread synchronizes with the last Put.
+        const std::uintptr_t word = word_.load(std::memory_order_acquire);
+        if (IsWaiter(word)) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(AsTask(word));
+#endif
     }
 
-    // Takes the value if one is there. Never suspends.
-    std::optional<T> TryTake()
+    // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
+    // Any thread, also a callback; waits at most for another Put's or a take's move of a T.
+    bool Put(T value) noexcept
     {
-        if (!full_.load())
-            return std::nullopt;
-        std::optional<T> taken;
+        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        for (unsigned spins = 0;;)
         {
-            std::lock_guard guard(lock_);
-            taken = std::move(value_);
-            value_.reset();
-            full_.store(false);
+            if (word == kLocked)
+            {
+                detail::SpinPause(spins);
+                word = word_.load(std::memory_order_relaxed);
+                continue;
+            }
+            // A suspended taker is claimed (the word goes back to empty: nobody else touches
+            // the handoff); otherwise the slot is locked. acquire: the taker's publication (its
+            // handle, and its read of the last handoff) or the last holder's slot writes.
+            if (!word_.compare_exchange_weak(word, IsWaiter(word) ? kEmpty : kLocked,
+                                             std::memory_order_acquire, std::memory_order_relaxed))
+                continue;
+            if (IsWaiter(word))
+            {
+                // The taker is ours: it reads the handoff only after our ResumeTask (which
+                // orders the write before it), and cannot destroy the mailbox before that.
+                handoff_.emplace(std::move(value));
+                ResumeTask(AsTask(word));
+                return false;
+            }
+            const bool replaced = word == kFull;
+            // The old value leaves the slot now; its destructor (user code, which might Put
+            // again) runs after we unlock.
+            std::optional<T> old;
+            if (replaced)
+                old.emplace(std::move(*value_));
+            value_.emplace(std::move(value));
+            // release: the taker that locks the word next reads the value we stored. The last
+            // access to the object: the taker may take the value and destroy it from here on.
+            word_.store(kFull, std::memory_order_release);
+            return replaced;
         }
-        if (taken)
-            this->WaitOutPublishers(); // the Put that stored it has claimed the waiter slot
+    }
+
+    // Takes the value if one is there. Never suspends (it may wait out a Put's move of a T).
+    std::optional<T> TryTake() noexcept
+    {
+        if (handoff_) // a taker that a Put resumed (TakeAwaiter's await_resume, Take's loop)
+            return TakeHandoff();
+        std::uintptr_t word = word_.load(std::memory_order_relaxed);
+        for (unsigned spins = 0;;)
+        {
+            if (word == kLocked)
+            {
+                detail::SpinPause(spins);
+                word = word_.load(std::memory_order_relaxed);
+                continue;
+            }
+            if (word != kFull)
+                return std::nullopt; // empty (or, against the one-taker rule, a taker waits)
+            // acquire: the value the last Put stored in the slot.
+            if (word_.compare_exchange_weak(word, kLocked, std::memory_order_acquire,
+                                            std::memory_order_relaxed))
+                break;
+        }
+        std::optional<T> taken(std::move(*value_));
+        value_.reset();
+        // release: our read of the slot comes before the next Put's write to it.
+        word_.store(kEmpty, std::memory_order_release);
         return taken;
     }
 
@@ -82,7 +141,7 @@ public:
         {
             if (std::optional<T> taken = TryTake())
                 return std::move(*taken);
-            this->Suspend();
+            SuspendTask(this);
         }
     }
 
@@ -97,9 +156,15 @@ public:
             if (std::optional<T> taken = TryTake())
                 return taken;
             const auto left = budget.Left();
-            if (left <= left.zero() || !this->SuspendFor(left))
+            if (left <= left.zero() || !SuspendTaskFor(this, left))
                 return TryTake(); // a Put may have raced the timeout
         }
+    }
+
+    // A snapshot: true if a taker was suspended at the moment of the load.
+    bool IsSuspended() const noexcept
+    {
+        return IsWaiter(word_.load(std::memory_order_acquire));
     }
 
     // co_await box.TakeAsync(): yields the value (the coroutine continues on the executor that
@@ -107,8 +172,8 @@ public:
     class [[nodiscard("co_await it")]] TakeAwaiter
     {
     public:
-        explicit TakeAwaiter(Mailbox & owner) noexcept : owner_(owner), inner_(owner.Callback()) {}
-        bool await_ready()
+        explicit TakeAwaiter(Mailbox & owner) noexcept : owner_(owner), inner_(&owner) {}
+        bool await_ready() noexcept
         {
             return (taken_ = owner_.TryTake()).has_value();
         }
@@ -117,13 +182,12 @@ public:
         {
             return inner_.await_suspend(handle);
         }
-        T await_resume()
+        T await_resume() noexcept
         {
+            // A Put resumed us with a handoff, or our publication found the slot full (it
+            // waits out a Put's lock, and only we empty the slot): either way it is there.
             if (!taken_)
-            {
-                owner_.WaitOutPublishers(); // the re-check leaves the mailbox before we go on
-                taken_ = owner_.TryTake(); // only a Put resumes the one taker: it is there
-            }
+                taken_ = owner_.TryTake();
             TC_CHECK(taken_.has_value(), "one taker at a time on a Mailbox",
                      "a Mailbox taker was resumed and found no value");
             return std::move(*taken_);
@@ -139,10 +203,10 @@ public:
     {
     public:
         TakeForAwaiter(Mailbox & owner, Duration timeout) noexcept
-            : owner_(owner), inner_(owner.Callback(), timeout)
+            : owner_(owner), inner_(&owner, timeout)
         {
         }
-        bool await_ready()
+        bool await_ready() noexcept
         {
             return (taken_ = owner_.TryTake()).has_value();
         }
@@ -151,12 +215,11 @@ public:
         {
             return inner_.await_suspend(handle);
         }
-        std::optional<T> await_resume()
+        std::optional<T> await_resume() noexcept
         {
             if (!taken_)
             {
                 (void)inner_.await_resume(); // settles the timer; a late Put still counts
-                owner_.WaitOutPublishers();  // the re-check leaves the mailbox before we go on
                 taken_ = owner_.TryTake();
             }
             return std::move(taken_);
@@ -171,16 +234,68 @@ public:
     TakeAwaiter TakeAsync() noexcept { return TakeAwaiter(*this); }
     TakeForAwaiter TakeAsync(Duration timeout) noexcept { return TakeForAwaiter(*this, timeout); }
 
-    // Suspendable: the re-check after the taker was published.
-    void TryResume() noexcept
+private:
+    // The word's states; a taker's entry address is pointer-aligned, so none of them is one.
+    static constexpr std::uintptr_t kEmpty = 0;
+    static constexpr std::uintptr_t kFull = 1;
+    static constexpr std::uintptr_t kLocked = 2;
+
+    static bool IsWaiter(std::uintptr_t word) noexcept
     {
-        if (full_.load())
-            this->Resume();
+        return word > kLocked;
+    }
+    static SuspendedTask AsTask(std::uintptr_t word) noexcept
+    {
+        return SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word));
     }
 
-private:
-    detail::SpinLock lock_;
-    std::optional<T> value_;
-    std::atomic<bool> full_{false};
+    std::optional<T> TakeHandoff() noexcept
+    {
+        std::optional<T> taken(std::move(*handoff_));
+        handoff_.reset();
+        return taken;
+    }
+
+    // Publishes the taker, or resumes it at once if the slot is full. Waits out a lock, so a
+    // taker resumed here always finds the value (a coroutine's await_resume cannot loop).
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        const auto self = reinterpret_cast<std::uintptr_t>(task.Entry());
+        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        for (unsigned spins = 0;;)
+        {
+            if (word == kFull)
+            {
+                ResumeTask(task); // never published: ours to resume
+                return;
+            }
+            if (word == kLocked)
+            {
+                detail::SpinPause(spins);
+                word = word_.load(std::memory_order_relaxed);
+                continue;
+            }
+            TC_CHECK(word == kEmpty, "one waiter at a time on a Single primitive",
+                     "a second taker suspended on a Mailbox");
+            // release: publishes the handle, and orders our read of the last handoff before
+            // the next Put's write of it.
+            if (word_.compare_exchange_weak(word, self, std::memory_order_release,
+                                            std::memory_order_relaxed))
+                return; // the last access: from here on a Put owns the taker
+        }
+    }
+
+    // The timer's claim, against a Put's: whichever moves the word off the taker owns it.
+    bool OnTimeout(SuspendedTask task) noexcept override
+    {
+        auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
+        // acq_rel: claims the taker against a Put doing the same.
+        return word_.compare_exchange_strong(expected, kEmpty, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed);
+    }
+
+    std::atomic<std::uintptr_t> word_{kEmpty};
+    std::optional<T> value_;   // the slot: under the lock state, or owned by the word's kFull
+    std::optional<T> handoff_; // written by the Put that claimed the taker; read by the taker
 };
 } // namespace TC::Synchronization

@@ -107,7 +107,7 @@ protected:
     void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
     // For a resumer whose state change a waiter can act on before this resumer has claimed the
-    // slot (Mailbox::Put: the taker may find the value with TryTake or through its re-check).
+    // slot (a Put that stores a value, then claims: the taker may find the value at once).
     // Held from before the state change until the claim (ClaimWaiter; the ResumeTask after it,
     // outside), and drained by a waiter that saw the state before it waits again or returns, it
     // keeps that late claim from taking the waiter's next wait (a spurious resume a coroutine
