@@ -184,8 +184,9 @@ public:
         }
         T await_resume() noexcept
         {
-            // A Put resumed us with a handoff, or our publication found the slot full (it
-            // waits out a Put's lock, and only we empty the slot): either way it is there.
+            // A Put resumed us with a handoff, or our publication found the slot full; only
+            // we empty it, and TryTake waits out a replacing Put's lock: either way it is
+            // there (tests/model/mailbox_word.pml checks it).
             if (!taken_)
                 taken_ = owner_.TryTake();
             TC_CHECK(taken_.has_value(), "one taker at a time on a Mailbox",
@@ -256,8 +257,8 @@ private:
         return taken;
     }
 
-    // Publishes the taker, or resumes it at once if the slot is full. Waits out a lock, so a
-    // taker resumed here always finds the value (a coroutine's await_resume cannot loop).
+    // Publishes the taker, or resumes it at once if the slot is full. A lock here is a Put on
+    // its way to FULL (the taker is not taking); waiting it out saves a reschedule.
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const auto self = reinterpret_cast<std::uintptr_t>(task.Entry());
