@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -137,20 +138,27 @@ BENCHMARK_TEMPLATE(BM_EventPingPong, ManualResetEvent_s)->Arg(1)->Arg(2)->UseRea
 BENCHMARK_TEMPLATE(BM_EventPingPong, AutoResetEvent)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_EventPingPong, ManualResetEvent)->Arg(1)->Arg(2)->UseRealTime();
 
-// ---- ping-pong through two Mailbox<int>: an item is one round trip; range(0) as above ----
-// The library's own single-value handoff; BM_PingPongSameThread runs the seed's Mailbox.
+// ---- ping-pong through two Mailbox<int>: an item is one round trip ----
+// The library's own single-value handoff (BM_PingPongSameThread runs the seed's Mailbox).
+// range(0) == 1 or 2: both tasks on a scheduler of that many workers; 0: client and server on
+// two one-worker schedulers, as BM_PingPongCrossThread.
 
 void BM_MailboxPingPong(benchmark::State& state)
 {
-    TC::Scheduler scheduler(static_cast<unsigned>(state.range(0)));
+    const bool crossThread = state.range(0) == 0;
+    TC::Scheduler scheduler(crossThread ? 1u : static_cast<unsigned>(state.range(0)));
+    std::optional<TC::Scheduler> serverScheduler;
+    if (crossThread)
+        serverScheduler.emplace(1u);
     Mailbox<int> requests;
     Mailbox<int> replies;
-    auto server = scheduler.Start(
-        [&]
-        {
-            for (int request; (request = requests.Take()) > 0;)
-                replies.Put(request);
-        });
+    auto server = (crossThread ? *serverScheduler : scheduler)
+                      .Start(
+                          [&]
+                          {
+                              for (int request; (request = requests.Take()) > 0;)
+                                  replies.Put(request);
+                          });
     scheduler
         .Start(
             [&]
@@ -168,7 +176,7 @@ void BM_MailboxPingPong(benchmark::State& state)
     server.Join();
     state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_MailboxPingPong)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_MailboxPingPong)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
 // ---- contended mutex: 4 tasks on 2 workers, each locking kOps times ----
 

@@ -85,6 +85,25 @@ TEST_CASE("A Latch counted below zero fails at once")
     RequireRule(result, "a Latch is counted down at most its count");
 }
 
+TEST_CASE("A Semaphore's count out of range fails at once")
+{
+    RequireRule(RunInChild(
+                    []
+                    {
+                        Semaphore semaphore(0);
+                        semaphore.Release(-1);
+                    }),
+                "a semaphore's count stays in range");
+    RequireRule(RunInChild([] { Semaphore semaphore(-1); }), "a semaphore's count stays in range");
+    RequireRule(RunInChild(
+                    []
+                    {
+                        Semaphore semaphore(Semaphore::kMaxPermits);
+                        semaphore.Release();
+                    }),
+                "a semaphore's count stays in range");
+}
+
 TEST_CASE("A WaitGroup taken below zero fails at once")
 {
     auto result = RunInChild(

@@ -375,6 +375,137 @@ TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mu
     CHECK(counterS == 6 * perWorker);
 }
 
+// Three tasks, a thread and a coroutine acquire from a counting semaphore (untimed, timed with
+// timeouts of 0-15 us, polling) while two threads release one or three permits at a time: no
+// permit is made or lost (acquired + left == initial + released) and every acquirer finishes.
+// Once the releasers are done, a permit now and then frees an untimed acquire that came late.
+TEST_CASE("Stress: a counting Semaphore under racing Releases and timed acquires conserves permits",
+          "[stress][semaphore][timeout]")
+{
+    TC::EnableTimers();
+    const std::int64_t perReleaser = Scaled(100000);
+    constexpr std::int64_t kInitial = 2;
+    Semaphore sem(kInitial);
+    std::atomic<std::int64_t> acquired{0};
+    std::atomic<bool> releasing{true};
+    std::atomic<int> finished{0};
+    // Acquires until the releasers are done and a try finds no permit left.
+    auto body = [&]
+    {
+        std::int64_t local = 0;
+        for (std::uint64_t round = 0;; ++round)
+        {
+            bool got = false;
+            if (round % 4 == 0 && releasing.load())
+            {
+                sem.Acquire();
+                got = true;
+            }
+            else if (round % 4 == 1)
+                got = sem.TryAcquire();
+            else
+                got = sem.Acquire(std::chrono::microseconds(round % 16));
+            if (got)
+                ++local;
+            else if (!releasing.load() && sem.Available() == 0)
+                break;
+        }
+        acquired += local;
+        finished.fetch_add(1);
+    };
+    Waiters w;
+    for (int i = 0; i < 3; ++i)
+        w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
+    w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
+    struct Coro
+    {
+        static Fire Run(Waiters& w, Semaphore& sem, std::atomic<std::int64_t>& acquired,
+                        std::atomic<bool>& releasing, std::atomic<int>& finished)
+        {
+            co_await w.GetScheduler().Schedule();
+            std::int64_t local = 0;
+            for (std::uint64_t round = 0;; ++round)
+            {
+                bool got = true;
+                if (round % 4 == 0 && releasing.load())
+                    co_await sem.AcquireAsync();
+                else
+                    got = co_await sem.AcquireAsync(std::chrono::microseconds(round % 16));
+                if (got)
+                    ++local;
+                else if (!releasing.load() && sem.Available() == 0)
+                    break;
+            }
+            acquired += local;
+            finished.fetch_add(1);
+        }
+    };
+    Coro::Run(w, sem, acquired, releasing, finished);
+    std::atomic<std::int64_t> released{0};
+    std::vector<std::thread> releasers;
+    for (int r = 0; r < 2; ++r)
+        releasers.emplace_back(
+            [&, r]
+            {
+                const std::int64_t n = r == 0 ? 1 : 3;
+                for (std::int64_t i = 0; i < perReleaser; i += n)
+                {
+                    sem.Release(n);
+                    released += n;
+                    if (i % 64 == 0)
+                        std::this_thread::yield();
+                }
+            });
+    for (auto& releaser : releasers)
+        releaser.join();
+    releasing = false;
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (finished.load() < 5 && std::chrono::steady_clock::now() < deadline)
+    {
+        sem.Release(); // for an untimed acquire that began before `releasing` turned false
+        released += 1;
+        std::this_thread::sleep_for(1ms);
+    }
+    REQUIRE(finished.load() == 5);
+    CHECK(w.WaitFinished(4, 10s));
+    CHECK(acquired.load() + sem.Available() == kInitial + released.load());
+}
+
+// The waiter may destroy the semaphore as soon as its Acquire returns, whichever way the permit
+// reached it -- handed over by a Release, taken in its re-check, or taken outright -- while that
+// Release may still be running (ASan checks the accesses).
+TEST_CASE("Stress: a Semaphore destroyed by its waiter as soon as Acquire returns",
+          "[stress][semaphore]")
+{
+    const std::int64_t rounds = Scaled(20000);
+    TC::Scheduler scheduler(2u);
+    std::int64_t done = 0;
+    bool allAcquired = true; // written by the one waiter of each round, read after its Join
+    for (std::int64_t i = 1; i <= rounds; ++i)
+    {
+        auto* sem = new Semaphore(0);
+        AutoResetEvent_s finished;
+        auto waiter = scheduler.Start(
+            [&, sem, timed = i % 2 == 0]
+            {
+                if (timed)
+                    allAcquired &= sem->Acquire(std::chrono::seconds(60));
+                else
+                    sem->Acquire();
+                delete sem;
+                finished.Set();
+            });
+        if (i % 3 == 0)
+            std::this_thread::yield(); // now and then the waiter is queued first
+        sem->Release();                // the last access of this thread to the semaphore
+        finished.Wait();
+        waiter.Join();
+        ++done;
+    }
+    CHECK(allAcquired);
+    CHECK(done == rounds);
+}
+
 TEST_CASE("Stress: ConditionVariable producer/consumer", "[stress][cv]")
 {
     const std::int64_t items = Scaled(300000);

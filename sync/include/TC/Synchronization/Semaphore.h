@@ -1,7 +1,6 @@
 #pragma once
 // Semaphore: a counting semaphore for tasks, converted threads and coroutines.
 
-#include <TC/Synchronization/detail/BusyCount.h>
 #include <TC/Synchronization/detail/SemaphoreCore.h>
 
 #include <cstdint>
@@ -11,55 +10,41 @@ namespace TC::Synchronization
 // Holds a count of permits. Acquire takes one, suspending while there is none; Release gives
 // permits back and hands them to suspended waiters in arrival order. A TryAcquire that arrives
 // while permits are being handed out may take one first (waiters are FIFO among themselves,
-// newcomers can barge; that keeps the uncontended path at one CAS).
+// newcomers can barge; that keeps the uncontended path at one CAS each for Release and
+// Acquire). At most kMaxPermits (2^61 - 1) permits at a time; Release(n) takes n >= 0.
 //
-// Destruction: when no call on it is running -- no Acquire of any form (a waiter that was
-// handed its permit is still inside its Acquire until it returns: it waits out the Releases in
-// flight below, and a timed one its timeout) and no Release. An acquire returns only once every
-// Release that was running has left the semaphore (the one that made its permit visible still
-// reads the waiter count after that), so a waiter may destroy it after its Acquire (or
-// successful TryAcquire) returned if no other Release can start. Exception: a
-// coroutine with no executor is resumed inline, inside the Release that served it, and returns
-// into it; it must leave the semaphore alive.
+// Destruction: when no call on it is running. Whoever took a permit may destroy it as soon as
+// its Acquire (or successful TryAcquire) returned, if no other call can start: a Release does
+// not touch the semaphore after the read-modify-write that makes its permits available, and
+// resumes the waiters it served only after it (detail/SemaphoreCore.h). That holds also for a
+// coroutine with no executor, which the Release that served it resumes inline.
 class Semaphore
 {
 public:
     explicit Semaphore(std::int64_t initial = 0) noexcept : core_(initial) {}
 
-    // Takes a permit if one is there. Never suspends. One CAS (and one load when it succeeds).
-    bool TryAcquire() noexcept
-    {
-        if (!core_.TryAcquire())
-            return false;
-        busy_.DrainBeforeDestroy();
-        return true;
-    }
+    static constexpr std::int64_t kMaxPermits = detail::SemaphoreCore::kMaxPermits;
+
+    // Takes a permit if one is there. Never suspends. One CAS.
+    bool TryAcquire() noexcept { return core_.TryAcquire(); }
 
     // Takes a permit, suspending (a task or a converted thread) until Release hands one over.
     void Acquire()
     {
         if (!core_.TryAcquire())
             core_.Acquire();
-        busy_.DrainBeforeDestroy();
     }
 
     // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
     // without EnableTimers.
     bool Acquire(Duration timeout)
     {
-        const bool acquired =
-            core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
-        busy_.DrainBeforeDestroy();
-        return acquired;
+        return core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
     }
 
     // Adds n permits and resumes up to n waiters (each with its permit). Any thread, also a
     // callback. Never suspends.
-    void Release(std::int64_t n = 1) noexcept
-    {
-        detail::BusyCount::Scope busy(busy_); // ends with the last access
-        core_.Release(n);
-    }
+    void Release(std::int64_t n = 1) noexcept { core_.Release(n); }
 
     // Permits available now (a snapshot).
     std::int64_t Available() const noexcept { return core_.Available(); }
@@ -69,7 +54,7 @@ public:
     class [[nodiscard("co_await it")]] AcquireAwaiter
     {
     public:
-        explicit AcquireAwaiter(Semaphore & owner) noexcept : owner_(owner), inner_(owner.core_) {}
+        explicit AcquireAwaiter(Semaphore & owner) noexcept : inner_(owner.core_) {}
         bool await_ready() noexcept
         {
             return inner_.await_ready();
@@ -79,13 +64,9 @@ public:
         {
             return inner_.await_suspend(handle);
         }
-        void await_resume() const noexcept
-        {
-            owner_.busy_.DrainBeforeDestroy();
-        }
+        void await_resume() const noexcept {}
 
     private:
-        Semaphore& owner_;
         detail::SemaphoreCore::AcquireAwaiter inner_;
     };
 
@@ -94,7 +75,7 @@ public:
     {
     public:
         AcquireForAwaiter(Semaphore & owner, Duration timeout) noexcept
-            : owner_(owner), inner_(owner.core_, timeout)
+            : inner_(owner.core_, timeout)
         {
         }
         bool await_ready() noexcept
@@ -108,13 +89,10 @@ public:
         }
         bool await_resume() noexcept
         {
-            const bool acquired = inner_.await_resume() == detail::AcquireResult::Acquired;
-            owner_.busy_.DrainBeforeDestroy();
-            return acquired;
+            return inner_.await_resume() == detail::AcquireResult::Acquired;
         }
 
     private:
-        Semaphore& owner_;
         detail::SemaphoreCore::AcquireForAwaiter inner_;
     };
 
@@ -126,6 +104,5 @@ public:
 
 private:
     detail::SemaphoreCore core_;
-    detail::BusyCount busy_; // Releases in flight, which an acquire waits out before it returns
 };
 } // namespace TC::Synchronization

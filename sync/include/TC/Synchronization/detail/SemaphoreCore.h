@@ -1,6 +1,6 @@
 #pragma once
-// SemaphoreCore: the counting gate under Semaphore and Channel -- a lock-free count with a
-// spinlock-guarded FIFO of waiters, and a Close that releases every waiter empty-handed.
+// SemaphoreCore: the counting gate under Semaphore and Channel -- a count, a FIFO of waiters and
+// its lock in one word, and a Close that releases every waiter empty-handed.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -22,35 +22,50 @@ enum class AcquireResult : std::uint32_t
     TimedOut = 3,
 };
 
-// Design: the count never goes below zero; TryAcquire is one CAS, Release one fetch_add and one
-// load while nobody waits. A waiter that finds no permit publishes a WaitNode (in its own frame)
-// under the spinlock, bumps `waiters_`, and re-checks the count under the lock; Release adds to
-// the count and then looks at `waiters_`. Both sides are seq_cst, so either the waiter's re-check
-// sees the permit or Release sees the waiter and hands permits out, FIFO, under the lock. A
-// newcomer's TryAcquire may take a permit before a queued waiter (no strict FIFO under barging),
-// which keeps the uncontended path free of the lock. Resumes happen after the lock is released.
+// Design: one atomic word holds the permit count (bits 2-63), a flag that the waiter list is
+// not empty (bit 0) and the lock of that list (bit 1); the list is a FIFO of WaitNodes in the
+// waiters' own frames. TryAcquire is one CAS on the count. A Release that finds no waiter adds
+// its permits with one CAS and is done; one that finds the flag takes the list's lock, hands
+// its permits to the oldest waiters directly, and with one last RMW unlocks, clears the flag if
+// the list emptied and adds what is left. A waiter takes the lock, then with one CAS either
+// takes a permit (one arrived) or sets the flag and unlocks. Every change of the word is an RMW,
+// so the waiter's CAS and a Release's CAS are ordered: either the waiter sees the permit or the
+// Release sees the waiter. While the flag is set and the lock free, the count is zero.
+//
+// What this buys: nothing touches the object after the RMW that makes a permit available (a
+// Release's CAS or last RMW, a waiter's CAS), and waiters are resumed after that RMW, so whoever
+// takes a permit may destroy the object at once if no other call on it can start; no count of
+// calls in flight, no drain. A newcomer's TryAcquire may take a permit before a queued waiter
+// (FIFO among waiters only), which keeps the uncontended path free of the lock. Limits: at most
+// kMaxPermits permits at a time; Release(n) takes n >= 0 (checked mode names both rules).
 class SemaphoreCore
 {
 public:
-    explicit SemaphoreCore(std::int64_t initial) noexcept : count_(initial) {}
+    // The most permits the word holds at once.
+    static constexpr std::int64_t kMaxPermits = (std::int64_t{1} << 61) - 1;
+
+    explicit SemaphoreCore(std::int64_t initial) noexcept
+        : state_(static_cast<std::uint64_t>(initial) << kCountShift)
+    {
+        TC_CHECK(initial >= 0 && initial <= kMaxPermits, "a semaphore's count stays in range",
+                 "a Semaphore was constructed with a negative count or more than kMaxPermits");
+    }
     ~SemaphoreCore()
     {
         TC_CHECK(list_.IsEmpty(), "destroy a primitive only when nobody waits on it",
                  "a Semaphore or Channel was destroyed with waiters queued on it");
     }
+
     SemaphoreCore(const SemaphoreCore&) = delete;
     SemaphoreCore& operator=(const SemaphoreCore&) = delete;
 
     bool TryAcquire() noexcept
     {
-        // seq_cst, not relaxed, although the CAS decides when there is a permit: a waiter's
-        // re-check after publishing itself is this load, and when it reads no permit it must
-        // take part in the store-buffering pair with Release (its fetch_add then its load of
-        // waiters_). Relaxed, both could read the old values on AArch64 without LSE (an LL/SC
-        // publish is no barrier) and the waiter would sleep beside a permit. A plain load on x86.
-        std::int64_t count = count_.load();
-        while (count > 0)
-            if (count_.compare_exchange_weak(count, count - 1)) // seq_cst: pairs with Release
+        std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
+        while (state >= kPermit)
+            // acquire: what the releaser wrote before its Release is visible to us.
+            if (state_.compare_exchange_weak(state, state - kPermit, std::memory_order_acquire,
+                                             std::memory_order_relaxed))
                 return true;
         return false;
     }
@@ -76,16 +91,34 @@ public:
 
     void Release(std::int64_t n = 1) noexcept
     {
-        count_.fetch_add(n); // seq_cst: pairs with the waiter's publish-then-recheck
-        if (waiters_.load() != 0)
-            Wake();
+        TC_CHECK(n >= 0, "a semaphore's count stays in range", "Release(n) with n < 0");
+        const std::uint64_t add = static_cast<std::uint64_t>(n) << kCountShift;
+        std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
+        for (;;)
+        {
+            if (state & kWaiters)
+            {
+                ReleaseToWaiters(n);
+                return;
+            }
+            TC_CHECK(Count(state) <= kMaxPermits - n, "a semaphore's count stays in range",
+                     "Release would raise the count above kMaxPermits");
+            // release: what our caller wrote before Release is visible to whoever acquires the
+            // permit. The last access: the permit's taker may destroy the object from here on.
+            if (state_.compare_exchange_weak(state, state + add, std::memory_order_release,
+                                             std::memory_order_relaxed))
+                return;
+        }
     }
 
     // From now on Acquire returns Closed when no permit is left; waiters suspended now are
     // resumed with Closed. Idempotent.
     void Close() noexcept;
     bool IsClosed() const noexcept { return closed_.load(); }
-    std::int64_t Available() const noexcept { return count_.load(std::memory_order_relaxed); }
+    std::int64_t Available() const noexcept
+    {
+        return Count(state_.load(std::memory_order_relaxed));
+    }
 
     class Node final : public WaitNode
     {
@@ -169,12 +202,26 @@ private:
         return node.status != 0;
     }
 
-    void Wake() noexcept;
+    // The word: bit 0 the list holds a waiter (changed only under the lock), bit 1 the list's
+    // lock, bits 2-63 the count.
+    static constexpr std::uint64_t kWaiters = 1;
+    static constexpr std::uint64_t kQueueLock = 2;
+    static constexpr unsigned kCountShift = 2;
+    static constexpr std::uint64_t kPermit = std::uint64_t{1} << kCountShift;
+    static constexpr std::int64_t Count(std::uint64_t state) noexcept
+    {
+        return static_cast<std::int64_t>(state >> kCountShift);
+    }
 
-    std::atomic<std::int64_t> count_;
-    std::atomic<std::uint32_t> waiters_{0};
+    // Release's way when a waiter is queued: hands the permits out under the lock.
+    void ReleaseToWaiters(std::int64_t n) noexcept;
+    // Takes the list's lock; returns the word as the taking CAS left it (the lock bit set).
+    std::uint64_t LockQueue() noexcept;
+    // Releases the list's lock, clearing the waiter flag if the list is empty now.
+    void UnlockQueue() noexcept;
+
+    std::atomic<std::uint64_t> state_;
     std::atomic<bool> closed_{false};
-    SpinLock lock_;
-    WaitList list_;
+    WaitList list_; // under the word's lock
 };
 } // namespace TC::Synchronization::detail
