@@ -31,11 +31,19 @@ AcquireResult SemaphoreCore::Acquire(Duration timeout)
     return AcquireResult(node.status);
 }
 
-std::uint64_t SemaphoreCore::LockQueue() noexcept
+std::uint64_t SemaphoreCore::LockQueue(std::uint64_t addIfNoWaiters) noexcept
 {
     std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
     for (unsigned spins = 0;;)
     {
+        if (addIfNoWaiters != 0 && !(state & kWaiters))
+        {
+            // release: as in Release; the last access.
+            if (state_.compare_exchange_weak(state, state + addIfNoWaiters,
+                                             std::memory_order_release, std::memory_order_relaxed))
+                return 0;
+            continue;
+        }
         if (state & kQueueLock)
         {
             SpinPause(spins);
@@ -113,32 +121,10 @@ bool SemaphoreCore::Node::OnTimeout(SuspendedTask) noexcept
 
 void SemaphoreCore::ReleaseToWaiters(std::int64_t n) noexcept
 {
-    const std::uint64_t add = static_cast<std::uint64_t>(n) << kCountShift;
-    std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
-    for (unsigned spins = 0;;)
-    {
-        if (!(state & kWaiters))
-        {
-            // The waiters left (served, timed out, closed) while we waited for the lock.
-            TC_CHECK(Count(state) <= kMaxPermits - n, "a semaphore's count stays in range",
-                     "Release would raise the count above kMaxPermits");
-            // release: as in Release; the last access.
-            if (state_.compare_exchange_weak(state, state + add, std::memory_order_release,
-                                             std::memory_order_relaxed))
-                return;
-            continue;
-        }
-        if (state & kQueueLock)
-        {
-            SpinPause(spins);
-            state = state_.load(std::memory_order_relaxed);
-            continue;
-        }
-        // acquire: the list as the last holder left it.
-        if (state_.compare_exchange_weak(state, state | kQueueLock, std::memory_order_acquire,
-                                         std::memory_order_relaxed))
-            break;
-    }
+    // The waiters may have left (served, timed out, closed) while we waited for the lock: then
+    // the permits go to the count as in Release. (n == 0 adds nothing either way.)
+    if (n == 0 || LockQueue(static_cast<std::uint64_t>(n) << kCountShift) == 0)
+        return;
     // The flag is set and we hold the lock, so the list is not empty and the count is zero:
     // the permits go to the oldest waiters directly.
     WaitNode* served = nullptr;

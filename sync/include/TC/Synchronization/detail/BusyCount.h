@@ -101,8 +101,8 @@ public:
             DrainFrom(word, false);
     }
 
-    // Drain for an object whose drain only guards its destruction (Latch, WaitGroup,
-    // Semaphore): on a thread with a scope of this object open on its stack it returns at once.
+    // Drain for an object whose drain only guards its destruction (Latch, WaitGroup): on a
+    // thread with a scope of this object open on its stack it returns at once.
     // Such a caller is a coroutine resumed inline inside an operation that touches the object
     // again when it returns, so the caller must leave the object alive anyway; waiting would let
     // two threads that each resume such a coroutine wait for each other's scope for ever.

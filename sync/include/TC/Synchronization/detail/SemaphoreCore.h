@@ -30,7 +30,8 @@ enum class AcquireResult : std::uint32_t
 // the list emptied and adds what is left. A waiter takes the lock, then with one CAS either
 // takes a permit (one arrived) or sets the flag and unlocks. Every change of the word is an RMW,
 // so the waiter's CAS and a Release's CAS are ordered: either the waiter sees the permit or the
-// Release sees the waiter. While the flag is set and the lock free, the count is zero.
+// Release sees the waiter. While the flag is set the count is zero (tests/model/semaphore_word.pml
+// checks it at every change of the word).
 //
 // What this buys: nothing touches the object after the RMW that makes a permit available (a
 // Release's CAS or last RMW, a waiter's CAS), and waiters are resumed after that RMW, so whoever
@@ -216,7 +217,9 @@ private:
     // Release's way when a waiter is queued: hands the permits out under the lock.
     void ReleaseToWaiters(std::int64_t n) noexcept;
     // Takes the list's lock; returns the word as the taking CAS left it (the lock bit set).
-    std::uint64_t LockQueue() noexcept;
+    // With addIfNoWaiters (a count of permits, shifted), a word without waiters gets that added
+    // instead, and it returns 0 (Release's way once the waiters it saw have left).
+    std::uint64_t LockQueue(std::uint64_t addIfNoWaiters = 0) noexcept;
     // Releases the list's lock, clearing the waiter flag if the list is empty now.
     void UnlockQueue() noexcept;
 
