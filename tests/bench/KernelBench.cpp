@@ -12,6 +12,7 @@
 // is plain code and runs on any stack, and UseRealTime() makes the figure wall-clock time, which
 // is what a task's latency is to its user.
 
+#include "PingPong.h"
 #include "Scaling.h"
 #include "peers/Measure.h"
 
@@ -70,12 +71,7 @@ void RunPair(TC::Scheduler& scheduler, First first, Second second)
 // rows measure exactly this handoff, as issue 2 asks.
 using TestSupport::Mailbox;
 
-// Answers every positive request with the same value until it takes a non-positive one.
-void Serve(Mailbox& requests, Mailbox& replies) noexcept
-{
-    for (int request; (request = requests.Take()) > 0;)
-        replies.Put(request);
-}
+using TCBench::Serve;
 
 // ---------------------------------------------------------------------------------------------
 // BM_TaskSwitch: two tasks on one worker hand the processor to each other through the bare
@@ -164,46 +160,25 @@ BENCHMARK(BM_Yield_TC)->UseRealTime();
 // ---------------------------------------------------------------------------------------------
 // Ping-pong through two Mailboxes: an item is one round trip (request and reply).
 
-// Runs the client on `clientScheduler` and the server on `serverScheduler`; the client's loop is
-// the benchmark's. `timed` makes the client wait for each reply with a 1 s deadline.
-enum class ReplyWait : unsigned char
-{
-    Untimed,
-    Timed,
-};
-
+// The seed's Mailbox through TCBench::RunPingPong (PingPong.h); the timed rows take each reply
+// with a 1 s deadline.
 void RunPingPong(benchmark::State& state, TC::Scheduler& clientScheduler,
-                 TC::Scheduler& serverScheduler, ReplyWait wait)
+                 TC::Scheduler& serverScheduler)
 {
-    Mailbox requests;
-    Mailbox replies;
-    bool ok = true;
-    TC::JoinHandle server = serverScheduler.Start([&] { Serve(requests, replies); });
-    TC::JoinHandle client = clientScheduler.Start(
-        [&]
-        {
-            for (auto _ : state)
-            {
-                requests.Put(1);
-                int reply = 0;
-                if (wait == ReplyWait::Timed)
-                    ok &= replies.Take(reply, 1s);
-                else
-                    reply = replies.Take();
-                benchmark::DoNotOptimize(reply);
-            }
-            requests.Put(-1);
-        });
-    client.Join();
-    server.Join();
-    if (TCBench::Expect(state, ok, "a timed wait timed out"))
-        TCBench::ReportItems(state, 1);
+    TCBench::RunPingPong<Mailbox>(state, clientScheduler, serverScheduler);
+}
+
+void RunTimedPingPong(benchmark::State& state, TC::Scheduler& scheduler)
+{
+    TCBench::RunPingPong<Mailbox>(state, scheduler, scheduler,
+                                  [](Mailbox& replies, int& reply)
+                                  { return replies.Take(reply, 1s); });
 }
 
 void BM_PingPongSameThread(benchmark::State& state)
 {
     TC::Scheduler scheduler(Workers(1));
-    RunPingPong(state, scheduler, scheduler, ReplyWait::Untimed);
+    RunPingPong(state, scheduler, scheduler);
 }
 BENCHMARK(BM_PingPongSameThread)->UseRealTime();
 
@@ -212,7 +187,7 @@ void BM_PingPongCrossThread(benchmark::State& state)
 {
     TC::Scheduler clientScheduler(Workers(1));
     TC::Scheduler serverScheduler(Workers(1));
-    RunPingPong(state, clientScheduler, serverScheduler, ReplyWait::Untimed);
+    RunPingPong(state, clientScheduler, serverScheduler);
 }
 BENCHMARK(BM_PingPongCrossThread)->UseRealTime();
 
@@ -222,7 +197,7 @@ void BM_UntimedWait(benchmark::State& state)
 {
     TC::EnableTimers(); // both rows run with the timer thread present
     TC::Scheduler scheduler(Workers(1));
-    RunPingPong(state, scheduler, scheduler, ReplyWait::Untimed);
+    RunPingPong(state, scheduler, scheduler);
 }
 BENCHMARK(BM_UntimedWait)->UseRealTime();
 
@@ -230,7 +205,7 @@ void BM_TimedWaitResumedEarly(benchmark::State& state)
 {
     TC::EnableTimers();
     TC::Scheduler scheduler(Workers(1));
-    RunPingPong(state, scheduler, scheduler, ReplyWait::Timed);
+    RunTimedPingPong(state, scheduler);
 }
 BENCHMARK(BM_TimedWaitResumedEarly)->UseRealTime();
 

@@ -4,6 +4,7 @@
 // throughput against moodycamel's BlockingConcurrentQueue. No main: tc_bench links every
 // tests/bench/*Bench.cpp with benchmark_main.
 
+#include "PingPong.h"
 #include "Scaling.h"
 
 #include <TC/Core.h>
@@ -150,31 +151,8 @@ void BM_MailboxPingPong(benchmark::State& state)
     std::optional<TC::Scheduler> serverScheduler;
     if (crossThread)
         serverScheduler.emplace(1u);
-    Mailbox<int> requests;
-    Mailbox<int> replies;
-    auto server = (crossThread ? *serverScheduler : scheduler)
-                      .Start(
-                          [&]
-                          {
-                              for (int request; (request = requests.Take()) > 0;)
-                                  replies.Put(request);
-                          });
-    scheduler
-        .Start(
-            [&]
-            {
-                int sum = 0;
-                for (auto _ : state)
-                {
-                    requests.Put(1);
-                    sum += replies.Take();
-                }
-                requests.Put(-1);
-                benchmark::DoNotOptimize(sum);
-            })
-        .Join();
-    server.Join();
-    state.SetItemsProcessed(state.iterations());
+    TCBench::RunPingPong<Mailbox<int>>(state, scheduler,
+                                       crossThread ? *serverScheduler : scheduler);
 }
 BENCHMARK(BM_MailboxPingPong)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
