@@ -10,6 +10,7 @@
 #include <TC/Synchronization/SuspendableBase.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/TimeBudget.h>
+#include <TC/Synchronization/detail/WaiterWord.h>
 
 #include <atomic>
 #include <coroutine>
@@ -61,7 +62,7 @@ public:
         // acquire, as IsSuspended: the destroying thread synchronizes with the last Put.
         const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (IsWaiter(word)) [[unlikely]]
-            detail::ReportDestroyedWithWaiter(AsTask(word));
+            detail::ReportDestroyedWithWaiter(detail::WaiterOf(word));
 #endif
     }
 
@@ -72,12 +73,7 @@ public:
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
         for (unsigned spins = 0;;)
         {
-            if (word == kLocked)
-            {
-                detail::SpinPause(spins);
-                word = word_.load(std::memory_order_relaxed);
-                continue;
-            }
+            word = WaitOutLock(word, spins);
             // A suspended taker is claimed (the word goes back to empty: nobody else touches
             // the handoff); otherwise the slot is locked. acquire: the taker's publication (its
             // handle, and its read of the last handoff) or the last holder's slot writes.
@@ -89,7 +85,7 @@ public:
                 // The taker is ours: it reads the handoff only after our ResumeTask (which
                 // orders the write before it), and cannot destroy the mailbox before that.
                 handoff_.emplace(std::move(value));
-                ResumeTask(AsTask(word));
+                ResumeTask(detail::WaiterOf(word));
                 return false;
             }
             const bool replaced = word == kFull;
@@ -114,12 +110,7 @@ public:
         std::uintptr_t word = word_.load(std::memory_order_relaxed);
         for (unsigned spins = 0;;)
         {
-            if (word == kLocked)
-            {
-                detail::SpinPause(spins);
-                word = word_.load(std::memory_order_relaxed);
-                continue;
-            }
+            word = WaitOutLock(word, spins);
             if (word != kFull)
                 return std::nullopt; // empty (or, against the one-taker rule, a taker waits)
             // acquire: the value the last Put stored in the slot.
@@ -245,9 +236,16 @@ private:
     {
         return word > kLocked;
     }
-    static SuspendedTask AsTask(std::uintptr_t word) noexcept
+    // Reloads `word` until no Put or take holds the lock state (a move of a T); `spins` paces
+    // the wait across the caller's retries.
+    std::uintptr_t WaitOutLock(std::uintptr_t word, unsigned& spins) const noexcept
     {
-        return SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word));
+        while (word == kLocked)
+        {
+            detail::SpinPause(spins);
+            word = word_.load(std::memory_order_relaxed);
+        }
+        return word;
     }
 
     std::optional<T> TakeHandoff() noexcept
@@ -261,20 +259,15 @@ private:
     // its way to FULL (the taker is not taking); waiting it out saves a reschedule.
     void OnSuspended(SuspendedTask task) noexcept override
     {
-        const auto self = reinterpret_cast<std::uintptr_t>(task.Entry());
+        const std::uintptr_t self = detail::WordOf(task);
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
         for (unsigned spins = 0;;)
         {
+            word = WaitOutLock(word, spins);
             if (word == kFull)
             {
                 ResumeTask(task); // never published: ours to resume
                 return;
-            }
-            if (word == kLocked)
-            {
-                detail::SpinPause(spins);
-                word = word_.load(std::memory_order_relaxed);
-                continue;
             }
             TC_CHECK(word == kEmpty, "one waiter at a time on a Single primitive",
                      "a second taker suspended on a Mailbox");
@@ -289,10 +282,7 @@ private:
     // The timer's claim, against a Put's: whichever moves the word off the taker owns it.
     bool OnTimeout(SuspendedTask task) noexcept override
     {
-        auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
-        // acq_rel: claims the taker against a Put doing the same.
-        return word_.compare_exchange_strong(expected, kEmpty, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed);
+        return detail::ClaimForTimeout(word_, task, kEmpty);
     }
 
     std::atomic<std::uintptr_t> word_{kEmpty};

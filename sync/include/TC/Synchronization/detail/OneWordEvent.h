@@ -6,9 +6,10 @@
 #include <TC/Duration.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/Suspend.h>
-#include <TC/Synchronization/SuspendableBase.h>
 #include <TC/SuspendAsync.h>
 #include <TC/SuspendedTask.h>
+#include <TC/Synchronization/SuspendableBase.h>
+#include <TC/Synchronization/detail/WaiterWord.h>
 
 #include <atomic>
 #include <coroutine>
@@ -59,7 +60,7 @@ public:
                     break;
             }
             if (word != kUnset && word != kSet)
-                ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+                ResumeTask(WaiterOf(word));
         }
         else
         {
@@ -69,7 +70,7 @@ public:
             const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
             if (word == kUnset || word == kSet)
                 return;
-            auto* entry = reinterpret_cast<SuspendedTaskEntry*>(word);
+            SuspendedTaskEntry* entry = EntryOf(word);
             if constexpr (ManyWaiters)
             {
                 // Newest first. The link is ours until ResumeTask: read it before.
@@ -189,7 +190,7 @@ protected:
         // acquire, as IsSuspended: the destroying thread synchronizes with the last Set.
         const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (word != kSet && word != kUnset) [[unlikely]]
-            ReportDestroyedWithWaiter(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(word)));
+            ReportDestroyedWithWaiter(WaiterOf(word));
 #endif
     }
 
@@ -199,7 +200,7 @@ private:
 
     void OnSuspended(SuspendedTask task) noexcept override
     {
-        const auto self = reinterpret_cast<std::uintptr_t>(task.Entry());
+        const std::uintptr_t self = WordOf(task);
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
         for (;;)
         {
@@ -216,8 +217,7 @@ private:
                 return;
             }
             if constexpr (ManyWaiters)
-                task.Entry()->next =
-                    word == kUnset ? nullptr : reinterpret_cast<SuspendedTaskEntry*>(word);
+                task.Entry()->next = word == kUnset ? nullptr : EntryOf(word);
             else
                 TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
                          "a second waiter suspended on an AutoResetEvent_s/ManualResetEvent_s");
@@ -236,10 +236,7 @@ private:
         }
         else
         {
-            auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
-            // acq_rel: claims the waiter against a concurrent Set doing the same.
-            return word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
-                                                 std::memory_order_relaxed);
+            return ClaimForTimeout(word_, task, kUnset); // against a Set's claim
         }
     }
 

@@ -1,0 +1,40 @@
+#pragma once
+// WaiterWord: the conversions and the timeout claim of a one-word primitive, whose atomic word
+// holds either one of a few small state values or its suspended waiter's entry address
+// (OneWordEvent under the events, Mailbox<T>).
+
+#include <TC/SuspendedTask.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace TC::Synchronization::detail
+{
+// A waiter in the word: its entry's address. Entries are pointer-aligned, so the small state
+// values a primitive uses (0, 1, 2) are never one.
+inline std::uintptr_t WordOf(SuspendedTask task) noexcept
+{
+    return reinterpret_cast<std::uintptr_t>(task.Entry());
+}
+
+inline SuspendedTaskEntry* EntryOf(std::uintptr_t word) noexcept
+{
+    return reinterpret_cast<SuspendedTaskEntry*>(word);
+}
+
+inline SuspendedTask WaiterOf(std::uintptr_t word) noexcept
+{
+    return SuspendedTask(EntryOf(word));
+}
+
+// OnTimeout's claim: moves the word from `task` back to `idle`. A resumer claims the same waiter
+// with an RMW of its own on the word, so exactly one of them wins; true if the timeout did.
+inline bool ClaimForTimeout(std::atomic<std::uintptr_t>& word, SuspendedTask task,
+                            std::uintptr_t idle) noexcept
+{
+    std::uintptr_t expected = WordOf(task);
+    // acq_rel: claims the waiter against a resumer doing the same.
+    return word.compare_exchange_strong(expected, idle, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed);
+}
+} // namespace TC::Synchronization::detail
