@@ -375,6 +375,56 @@ TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mu
     CHECK(counterS == 6 * perWorker);
 }
 
+namespace
+{
+// The acquirers of the counting-semaphore stress: their shared counts and their one rule for
+// which acquire a round makes, what it counts and when they stop.
+struct PermitTally
+{
+    Semaphore& sem;
+    std::atomic<bool> releasing{true};
+    std::atomic<std::int64_t> acquired{0};
+    std::atomic<int> finished{0};
+
+    // Untimed only while releases are still coming (one that came late is freed by main).
+    bool Untimed(std::uint64_t round) const { return round % 4 == 0 && releasing.load(); }
+    // Counts one attempt in `local`; false once the releasers are done and a failed attempt
+    // finds no permit left.
+    bool Count(bool got, std::int64_t& local) const
+    {
+        if (got)
+        {
+            ++local;
+            return true;
+        }
+        return releasing.load() || sem.Available() != 0;
+    }
+    void Finish(std::int64_t local)
+    {
+        acquired += local;
+        finished.fetch_add(1);
+    }
+};
+
+// The coroutine acquirer: untimed and timed awaits (polling has no coroutine form).
+Fire AcquireAsCoroutine(Waiters& w, PermitTally& tally)
+{
+    co_await w.GetScheduler().Schedule();
+    std::int64_t local = 0;
+    for (std::uint64_t round = 0;; ++round)
+    {
+        bool got = true;
+        if (tally.Untimed(round))
+            co_await tally.sem.AcquireAsync();
+        else
+            got = co_await tally.sem.AcquireAsync(std::chrono::microseconds(round % 16));
+        if (!tally.Count(got, local))
+            break;
+    }
+    tally.Finish(local);
+}
+} // namespace
+
 // Three tasks, a thread and a coroutine acquire from a counting semaphore (untimed, timed with
 // timeouts of 0-15 us, polling) while two threads release one or three permits at a time: no
 // permit is made or lost (acquired + left == initial + released) and every acquirer finishes.
@@ -386,61 +436,29 @@ TEST_CASE("Stress: a counting Semaphore under racing Releases and timed acquires
     const std::int64_t perReleaser = Scaled(100000);
     constexpr std::int64_t kInitial = 2;
     Semaphore sem(kInitial);
-    std::atomic<std::int64_t> acquired{0};
-    std::atomic<bool> releasing{true};
-    std::atomic<int> finished{0};
-    // Acquires until the releasers are done and a try finds no permit left.
+    PermitTally tally{sem};
     auto body = [&]
     {
         std::int64_t local = 0;
         for (std::uint64_t round = 0;; ++round)
         {
-            bool got = false;
-            if (round % 4 == 0 && releasing.load())
-            {
+            bool got = true;
+            if (tally.Untimed(round))
                 sem.Acquire();
-                got = true;
-            }
             else if (round % 4 == 1)
                 got = sem.TryAcquire();
             else
                 got = sem.Acquire(std::chrono::microseconds(round % 16));
-            if (got)
-                ++local;
-            else if (!releasing.load() && sem.Available() == 0)
+            if (!tally.Count(got, local))
                 break;
         }
-        acquired += local;
-        finished.fetch_add(1);
+        tally.Finish(local);
     };
     Waiters w;
     for (int i = 0; i < 3; ++i)
         w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
     w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
-    struct Coro
-    {
-        static Fire Run(Waiters& w, Semaphore& sem, std::atomic<std::int64_t>& acquired,
-                        std::atomic<bool>& releasing, std::atomic<int>& finished)
-        {
-            co_await w.GetScheduler().Schedule();
-            std::int64_t local = 0;
-            for (std::uint64_t round = 0;; ++round)
-            {
-                bool got = true;
-                if (round % 4 == 0 && releasing.load())
-                    co_await sem.AcquireAsync();
-                else
-                    got = co_await sem.AcquireAsync(std::chrono::microseconds(round % 16));
-                if (got)
-                    ++local;
-                else if (!releasing.load() && sem.Available() == 0)
-                    break;
-            }
-            acquired += local;
-            finished.fetch_add(1);
-        }
-    };
-    Coro::Run(w, sem, acquired, releasing, finished);
+    AcquireAsCoroutine(w, tally);
     std::atomic<std::int64_t> released{0};
     std::vector<std::thread> releasers;
     for (int r = 0; r < 2; ++r)
@@ -458,17 +476,17 @@ TEST_CASE("Stress: a counting Semaphore under racing Releases and timed acquires
             });
     for (auto& releaser : releasers)
         releaser.join();
-    releasing = false;
+    tally.releasing = false;
     const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (finished.load() < 5 && std::chrono::steady_clock::now() < deadline)
+    while (tally.finished.load() < 5 && std::chrono::steady_clock::now() < deadline)
     {
         sem.Release(); // for an untimed acquire that began before `releasing` turned false
         released += 1;
         std::this_thread::sleep_for(1ms);
     }
-    REQUIRE(finished.load() == 5);
+    REQUIRE(tally.finished.load() == 5);
     CHECK(w.WaitFinished(4, 10s));
-    CHECK(acquired.load() + sem.Available() == kInitial + released.load());
+    CHECK(tally.acquired.load() + sem.Available() == kInitial + released.load());
 }
 
 // The waiter may destroy the semaphore as soon as its Acquire returns, whichever way the permit
