@@ -13,10 +13,14 @@
 #include <TC/Core.h>
 #include <TC/Synchronization.h>
 
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 using namespace TC;
 using namespace TC::Synchronization;
@@ -100,6 +104,17 @@ TEST_CASE("A Semaphore's count out of range fails at once")
                     {
                         Semaphore semaphore(Semaphore::kMaxPermits);
                         semaphore.Release();
+                    }),
+                "a semaphore's count stays in range");
+    // With a waiter queued, Release hands permits over under the queue lock: the same rule.
+    RequireRule(RunInChild(
+                    []
+                    {
+                        Semaphore semaphore(0);
+                        std::thread waiter([&] { semaphore.Acquire(); });
+                        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                        semaphore.Release(std::numeric_limits<std::int64_t>::max());
+                        waiter.join();
                     }),
                 "a semaphore's count stays in range");
 }

@@ -11,7 +11,8 @@ namespace TC::Synchronization
 // permits back and hands them to suspended waiters in arrival order. A TryAcquire that arrives
 // while permits are being handed out may take one first (waiters are FIFO among themselves,
 // newcomers can barge; that keeps the uncontended path at one CAS each for Release and
-// Acquire). At most kMaxPermits (2^61 - 1) permits at a time; Release(n) takes n >= 0.
+// Acquire). At most kMaxPermits (2^61 - 1) permits at a time; Release(n) takes 0 <= n <=
+// kMaxPermits.
 //
 // Destruction: when no call on it is running. Whoever took a permit may destroy it as soon as
 // its Acquire (or successful TryAcquire) returned, if no other call can start: a Release does

@@ -38,7 +38,7 @@ enum class AcquireResult : std::uint32_t
 // takes a permit may destroy the object at once if no other call on it can start; no count of
 // calls in flight, no drain. A newcomer's TryAcquire may take a permit before a queued waiter
 // (FIFO among waiters only), which keeps the uncontended path free of the lock. Limits: at most
-// kMaxPermits permits at a time; Release(n) takes n >= 0 (checked mode names both rules).
+// kMaxPermits permits at a time; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
 class SemaphoreCore
 {
 public:
@@ -92,7 +92,8 @@ public:
 
     void Release(std::int64_t n = 1) noexcept
     {
-        TC_CHECK(n >= 0, "a semaphore's count stays in range", "Release(n) with n < 0");
+        TC_CHECK(n >= 0 && n <= kMaxPermits, "a semaphore's count stays in range",
+                 "Release(n) with n < 0 or n > kMaxPermits");
         const std::uint64_t add = static_cast<std::uint64_t>(n) << kCountShift;
         std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
         for (;;)
