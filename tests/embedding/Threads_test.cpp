@@ -6,9 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <sys/syscall.h>
+#include <system_error>
 #include <thread>
+#include <unistd.h>
 
 using TC::Synchronization::MakeFuture;
 
@@ -23,13 +28,37 @@ std::size_t ThreadCount()
     return count;
 }
 
-// The count once it has held for 10 ms (at most 2 s): a joined thread may still be listed for a
-// moment after pthread_join returns, a started one not yet -- under an emulator (qemu-user) for
-// long enough that single reads failed the checks below. The claim is about the steady state.
-std::size_t SettledThreadCount()
+// The count once it has been `expected` for 10 ms running, or the last one read after 10 s: a
+// joined thread may still be listed for a while after pthread_join returns (an exiting thread
+// descheduled on a loaded machine, or under qemu-user), so a count merely stable for a moment
+// could still include it. The claim is about the steady state; a thread too many stays listed.
+std::size_t SettledThreadCount(std::size_t expected)
 {
     using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    std::size_t last = ThreadCount();
+    for (int held = 0; held < 10 && Clock::now() < deadline;)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        last = ThreadCount();
+        held = last == expected ? held + 1 : 0;
+    }
+    return last;
+}
+
+// The thread count before the test's threads, once it has held for 10 ms. A first thread is
+// started and joined before, since a sanitizer runtime may start a helper thread of its own with
+// it, and counting waits until that thread has left /proc, which only a steady count cannot show.
+std::size_t BaseThreadCount()
+{
+    using Clock = std::chrono::steady_clock;
+    std::atomic<long> helper{0};
+    std::thread([&] { helper = static_cast<long>(syscall(SYS_gettid)); }).join();
+    const std::string entry = "/proc/self/task/" + std::to_string(helper.load());
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    std::error_code error;
+    while (std::filesystem::exists(entry, error) && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::size_t last = ThreadCount();
     for (int unchanged = 0; unchanged < 10 && Clock::now() < deadline;)
     {
@@ -44,32 +73,29 @@ std::size_t SettledThreadCount()
 
 TEST_CASE("the host thread is the main scheduler's only thread", "[threads]")
 {
-    // Sanitizer runtimes may start a helper thread of their own with the first thread the
-    // process creates: let that happen before counting.
-    std::thread([] {}).join();
-    const std::size_t base = SettledThreadCount();
+    const std::size_t base = BaseThreadCount();
     {
         TC::Scheduler host;
-        CHECK(SettledThreadCount() == base);
+        CHECK(SettledThreadCount(base) == base);
         auto [future, promise] = MakeFuture<int>();
         auto waiter = host.Start([f = std::move(future)]() mutable { CHECK(f.Wait() == 1); });
         host.Start([p = std::move(promise)]() mutable { p.SetValue(1); }).Detach();
         host.RunUntilIdle();
         waiter.Join();
         CHECK_FALSE(host.WaitForWork(std::chrono::milliseconds(1)));
-        CHECK(SettledThreadCount() == base);
+        CHECK(SettledThreadCount(base) == base);
     }
-    CHECK(SettledThreadCount() == base);
+    CHECK(SettledThreadCount(base) == base);
     {
         TC::Scheduler workers(2);
-        CHECK(SettledThreadCount() == base + 2);
+        CHECK(SettledThreadCount(base + 2) == base + 2);
         workers.Start([] {}).Join();
-        CHECK(SettledThreadCount() == base + 2);
+        CHECK(SettledThreadCount(base + 2) == base + 2);
     }
-    CHECK(SettledThreadCount() == base);
+    CHECK(SettledThreadCount(base) == base);
     REQUIRE_FALSE(TC::TimersEnabled());
     TC::EnableTimers();
-    CHECK(SettledThreadCount() == base + 1);
+    CHECK(SettledThreadCount(base + 1) == base + 1);
     TC::EnableTimers();
-    CHECK(SettledThreadCount() == base + 1);
+    CHECK(SettledThreadCount(base + 1) == base + 1);
 }

@@ -117,7 +117,9 @@ TEST_CASE("A blocking wait on a worker thread outside a task fails at once")
             }
         };
         Runner::Go(&scheduler, &reached);
-        std::this_thread::sleep_for(std::chrono::seconds(5));
+        // The abort ends the child long before this; a descheduled worker (TSan, a loaded
+        // machine) may take seconds to get there, and only a missing check lets the child exit.
+        std::this_thread::sleep_for(std::chrono::minutes(1));
     });
     RequireRule(result, "wait from a place that cannot wait");
 }
@@ -141,7 +143,8 @@ TEST_CASE("A blocking wait on the timer thread fails at once")
             };
             TakeBack takeBack;
             Runner::Go(&takeBack);
-            std::this_thread::sleep_for(std::chrono::seconds(5));
+            // As above: the abort ends the child; only a missing check lets it wait this out.
+            std::this_thread::sleep_for(std::chrono::minutes(1));
         });
     RequireRule(result, "wait from a place that cannot wait");
     REQUIRE(result.stderrText.find("timer thread") != std::string::npos);

@@ -157,8 +157,9 @@ struct Rethrowing
     std::coroutine_handle<promise_type> handle;
 };
 
-Rethrowing ThrowWhenRun()
+Rethrowing ThrowWhenRun(std::atomic<bool>* ran)
 {
+    ran->store(true);
     throw std::runtime_error("pumped work threw");
     co_return;
 }
@@ -175,19 +176,24 @@ TEST_CASE("Work that throws while a host thread's wait pumps it is a named failu
             EnableTimers();
             Scheduler host(0);
             (void)host.RunPending(); // this thread hosts it from now on
-            host.Submit(ThrowWhenRun().handle);
+            std::atomic<bool> ran{false};
+            host.Submit(ThrowWhenRun(&ran).handle);
             TestSupport::Gate gate;
+            // Opens the gate (the later ResumeTask a wait unwound by the throw would leave to
+            // a dead stack) only once the work ran: an earlier one, or the deadline, would end
+            // the wait before it pumped anything on a descheduled child.
             std::thread opener(
                 [&]
                 {
-                    while (gate.suspended.load() == 0)
+                    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+                    while (!ran.load() && std::chrono::steady_clock::now() < giveUp)
                         std::this_thread::yield();
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
                     gate.OpenAll();
                 });
             try
             {
-                (void)SuspendTaskFor(&gate, std::chrono::milliseconds(500));
+                (void)SuspendTaskFor(&gate, std::chrono::hours(1));
             }
             catch (const std::exception& error)
             {

@@ -10,7 +10,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <poll.h>
+#include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace TC;
@@ -83,7 +86,8 @@ TEST_CASE("The registry lists who waits on what, and forgets a waiter once resum
     Scheduler scheduler(1);
     auto task = scheduler.Start([&] { (void)box.Take(); }, {.name = "reader"});
     std::vector<SuspendedWaiterInfo> waiters;
-    for (int i = 0; i < 1000 && waiters.empty(); ++i)
+    const auto giveUp = std::chrono::steady_clock::now() + 60s; // a worker slow to start (TSan)
+    while (waiters.empty() && std::chrono::steady_clock::now() < giveUp)
     {
         std::this_thread::sleep_for(1ms);
         waiters = SnapshotSuspendedWaiters();
@@ -98,19 +102,46 @@ TEST_CASE("The registry lists who waits on what, and forgets a waiter once resum
 
 TEST_CASE("A hang report names the stuck waiter, what it waits on and for how long")
 {
-    auto result = TestSupport::RunInChild([] {
-        REQUIRE(EnableHangReports(50ms));
-        Mailbox never;
-        Scheduler scheduler(1);
-        auto task = scheduler.Start([&] { (void)never.Take(); }, {.name = "stuck"});
-        std::this_thread::sleep_for(300ms);
-        std::fflush(stderr);
-        _exit(0);
-    });
+    auto result = TestSupport::RunInChild(
+        []
+        {
+            // The report goes through a pipe this child reads until a waiter's line is complete,
+            // then passes on: a fixed sleep for it was too short for a child descheduled under
+            // TSan.
+            int report[2];
+            if (pipe(report) != 0)
+                _exit(2);
+            const int parentStderr = dup(STDERR_FILENO);
+            dup2(report[1], STDERR_FILENO);
+            close(report[1]);
+            REQUIRE(EnableHangReports(50ms));
+            Mailbox never;
+            Scheduler scheduler(1);
+            auto task = scheduler.Start([&] { (void)never.Take(); }, {.name = "stuck"});
+            std::string seen;
+            auto lineComplete = [&]
+            {
+                const std::size_t at = seen.find(" waits on ");
+                return at != std::string::npos && seen.find('\n', at) != std::string::npos;
+            };
+            const auto giveUp = std::chrono::steady_clock::now() + 60s; // no report: the test fails
+            while (!lineComplete() && std::chrono::steady_clock::now() < giveUp)
+            {
+                pollfd readable{report[0], POLLIN, 0};
+                char buffer[512];
+                ssize_t n = 0;
+                if (poll(&readable, 1, 100) > 0 && (n = read(report[0], buffer, sizeof buffer)) > 0)
+                    seen.append(buffer, static_cast<std::size_t>(n));
+            }
+            if (write(parentStderr, seen.data(), seen.size()) < 0)
+                _exit(2);
+            _exit(0);
+        });
     INFO(result.stderrText);
     REQUIRE(result.exitCode == 0);
     REQUIRE(result.stderrText.find("TC hang report") != std::string::npos);
-    REQUIRE(result.stderrText.find("task 'stuck' waits on TestSupport::Mailbox") != std::string::npos);
+    REQUIRE(result.stderrText.find("task 'stuck' waits on TestSupport::Mailbox") !=
+            std::string::npos);
 }
 
 TEST_CASE("A seeded host scheduler replays the same interleaving for the same seed")

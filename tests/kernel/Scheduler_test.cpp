@@ -392,7 +392,8 @@ TEST_CASE("Stop: a thread that keeps submitting faster than the work runs delays
     // Each item keeps its worker busy for 50 us; the submitter queues one every 5 us or so, so
     // the shared queue never runs empty while it submits. Stop must still reach its last look
     // (which ends the submitter) instead of waiting for an empty queue that never comes. The
-    // watchdog stops the submitter after 3 s, so a Stop that waits for ever fails instead.
+    // watchdog stops the submitter after 30 s, so a Stop that waits for ever fails instead; not
+    // sooner: each millisecond this thread is descheduled before Stop queues up to ten of work.
     for (unsigned workers : {0u, 1u, 2u})
     {
         INFO("workers: " << workers);
@@ -431,7 +432,7 @@ TEST_CASE("Stop: a thread that keeps submitting faster than the work runs delays
         std::thread watchdog(
             [&]
             {
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
                 while (!stopped.load() && std::chrono::steady_clock::now() < until)
                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 if (!stopped.load())

@@ -74,11 +74,12 @@ ChildOutcome StartChild(Body body)
 }
 
 // Collects the children's stderr. A child whose stderr shows `pattern` (if given) is killed
-// (SIGKILL) at once; any still running after `limit` is killed too.
+// (SIGKILL) at once; any still running `limit` after `start` is killed too. Each outcome's
+// seconds count from `start`: a time taken before the children were forked bounds their age.
 void CollectChildren(std::vector<ChildOutcome*> children, const char* pattern,
-                     std::chrono::seconds limit)
+                     std::chrono::seconds limit,
+                     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now())
 {
-    const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + limit;
     auto finish = [&](ChildOutcome& c, bool kill9)
     {
@@ -184,9 +185,12 @@ TEST_CASE("~Scheduler with a task that is never resumed: waits, prints a hang re
             // ~Scheduler: waits forever; the parent kills us once the report is out.
         };
     };
+    // Timed from before the forks, so that a slow second fork cannot make the first report look
+    // early.
+    const auto forked = std::chrono::steady_clock::now();
     ChildOutcome workersOutcome = StartChild(neverResumed(2));
     ChildOutcome hostOutcome = StartChild(neverResumed(0));
-    CollectChildren({&workersOutcome, &hostOutcome}, kHangReport, 20s);
+    CollectChildren({&workersOutcome, &hostOutcome}, kHangReport, 20s, forked);
     for (const ChildOutcome* outcome :
          {&std::as_const(workersOutcome), &std::as_const(hostOutcome)})
     {
@@ -207,6 +211,20 @@ TEST_CASE("~Scheduler with tasks suspended: returns once they are resumed, even 
     {
         return [workers]
         {
+            // Stderr goes through a pipe that the resumer passes on to the parent, resuming the
+            // task once the report went by: a resumer that slept past the report's due time
+            // instead could beat a reporter descheduled on a loaded machine.
+            int relay[2];
+            if (pipe(relay) != 0)
+                std::_Exit(4);
+            const int parentStderr = dup(STDERR_FILENO);
+            dup2(relay[1], STDERR_FILENO);
+            close(relay[1]);
+            auto passOn = [parentStderr](const char* bytes, ssize_t n)
+            {
+                if (write(parentStderr, bytes, static_cast<std::size_t>(n)) != n)
+                    std::_Exit(4);
+            };
             Slot slot;
             std::atomic<bool> finished{false};
             std::thread resumer;
@@ -226,9 +244,18 @@ TEST_CASE("~Scheduler with tasks suspended: returns once they are resumed, even 
                 if (workers == 0)
                     scheduler.RunUntilIdle();
                 resumer = std::thread(
-                    [&slot]
+                    [&slot, &passOn, from = relay[0]]
                     {
-                        std::this_thread::sleep_for(5500ms); // after the report
+                        std::string seen;
+                        char buffer[512];
+                        while (seen.find(kHangReport) == std::string::npos)
+                        {
+                            const ssize_t n = read(from, buffer, sizeof buffer);
+                            if (n <= 0)
+                                std::_Exit(4);
+                            passOn(buffer, n);
+                            seen.append(buffer, static_cast<std::size_t>(n));
+                        }
                         SuspendedTask task;
                         while (!(task = slot.word.exchange(nullptr)))
                             std::this_thread::yield();
@@ -236,6 +263,11 @@ TEST_CASE("~Scheduler with tasks suspended: returns once they are resumed, even 
                     });
             } // ~Scheduler waits for the task (pumping it when host-pumped)
             resumer.join();
+            // Stderr is the parent's again; whatever came through the pipe since is passed on.
+            dup2(parentStderr, STDERR_FILENO);
+            char buffer[512];
+            for (ssize_t n; (n = read(relay[0], buffer, sizeof buffer)) > 0;)
+                passOn(buffer, n);
             std::fprintf(stderr, "destructor returned, task finished: %d\n",
                          finished.load() ? 1 : 0);
             std::_Exit(finished.load() ? 0 : 3);

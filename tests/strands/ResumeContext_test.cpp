@@ -65,6 +65,17 @@ void WaitFor(const std::atomic<int>& counter, int expected)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
+// Whether `primitive` has a suspended waiter within 10 s: the resume from another thread is what
+// these tests are about, so they wait for the coroutine to be parked instead of sleeping on it.
+template <class Primitive>
+bool WaitSuspended(const Primitive& primitive)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!primitive.IsSuspended() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    return primitive.IsSuspended();
+}
+
 Task<std::optional<int>> PopOnce(AsyncQueue<int>* queue)
 {
     co_return co_await queue->Pop();
@@ -80,7 +91,7 @@ TEST_CASE("A coroutine on a strand resumed by a Latch from another thread comes 
         Strand strand(scheduler);
         Synchronization::Latch latch(1);
         WaitOnLatch(&strand, &latch, &seen);
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        REQUIRE(WaitSuspended(latch));
         std::thread([&] { latch.CountDown(); }).join();
         WaitFor(seen.done, 1);
         strand.WaitIdle();
@@ -98,7 +109,7 @@ TEST_CASE("A coroutine on a strand resumed by a Mailbox from another thread come
         Strand strand(scheduler);
         Synchronization::Mailbox<int> box;
         TakeFromMailbox(&strand, &box, &seen);
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        REQUIRE(WaitSuspended(box));
         std::thread([&] { box.Put(17); }).join();
         WaitFor(seen.done, 1);
         strand.WaitIdle();

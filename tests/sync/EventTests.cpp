@@ -61,7 +61,10 @@ TEST_CASE("AutoResetEvent releases one waiter per Set, of every kind", "[event]"
         CHECK(w.WaitFinished(1));
         std::this_thread::sleep_for(20ms);
         CHECK(w.Finished() == 1); // exactly one per Set
+        // One Set at a time: two in a row, while both waiters left are still on their way to
+        // the wait (slow thread starts under TSan), would keep one signal, not two.
         event.Set();
+        CHECK(w.WaitFinished(2));
         event.Set();
         CHECK(w.WaitFinished(3));
         CHECK_FALSE(event.TryWait()); // every signal was consumed by a waiter

@@ -484,17 +484,25 @@ TEST_CASE("ConditionVariable::WaitFor times out owning the mutex", "[cv][timeout
         CHECK(result == 1);
         CHECK_FALSE(mutex.IsLocked());
     }
-    // Notified before the timeout: Notified.
+    // Notified before the timeout: Notified. The mutex is ours only once the waiter is queued
+    // on the condition variable, so the notification cannot come before its wait (as one after
+    // a fixed sleep could, on a worker slow to start) and be lost.
     TC::Scheduler scheduler(1u);
+    std::atomic<bool> locked{false};
     std::atomic<bool> notified{false};
     auto waiter = scheduler.Start(
         [&]
         {
             std::unique_lock lock(mutex);
+            locked = true;
             notified = cv.WaitFor(lock, 10s) == CvStatus::Notified;
         });
-    std::this_thread::sleep_for(10ms);
-    cv.NotifyOne();
+    while (!locked)
+        std::this_thread::yield();
+    {
+        std::lock_guard guard(mutex);
+        cv.NotifyOne();
+    }
     waiter.Join();
     CHECK(notified);
 }
@@ -548,6 +556,17 @@ TEST_CASE("ConditionVariable::WaitFor with a predicate, notified over and over, 
     notifier.join();
 }
 
+namespace
+{
+// The steady clock in nanoseconds: the clock the kernel's deadlines are kept on.
+std::int64_t SteadyNs()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+} // namespace
+
 TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, past their timeout",
           "[cv][timeout]")
 {
@@ -556,33 +575,54 @@ TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, pas
     // past its deadline and the condition variable already destroyed (allowed: nobody waits on
     // it), the timer thread wrote into freed memory (ASan: heap-use-after-free).
     TC::EnableTimers();
+    constexpr auto kTimeout = 20ms;
     for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
     {
         INFO("waiter: " << Name(kind));
-        Mutex mutex;
-        auto cv = std::make_unique<ConditionVariable>();
-        std::atomic<bool> started{false};
-        std::atomic<int> result{0};
-        Waiters w;
-        w.Start(
-            kind,
-            [&]
-            {
-                std::unique_lock lock(mutex);
-                started = true;
-                result = cv->WaitFor(lock, 5ms) == CvStatus::Notified ? 1 : 2;
-            },
-            [] { return std::suspend_never{}; });
-        while (!started)
-            std::this_thread::yield();
+        // A round counts only if the notification came before the deadline could pass; on a
+        // loaded machine this thread may reach the mutex later than that, and then the timeout
+        // may own the waiter, which keeps the condition variable: that round is run again.
+        bool notifiedInTime = false;
+        for (int round = 0; round < 50 && !notifiedInTime; ++round)
         {
-            std::unique_lock lock(mutex); // ours once the waiter is queued on the cv
-            cv->NotifyAll();              // the waiter moves to the mutex's queue
-            cv.reset();
-            std::this_thread::sleep_for(30ms); // its deadline passes while the mutex is ours
+            Mutex mutex;
+            auto cv = std::make_unique<ConditionVariable>();
+            std::atomic<std::int64_t> startedNs{0};
+            std::atomic<int> result{0};
+            Waiters w;
+            w.Start(
+                kind,
+                [&]
+                {
+                    std::unique_lock lock(mutex);
+                    startedNs = SteadyNs(); // before the wait's own clock read
+                    result = cv->WaitFor(lock, kTimeout) == CvStatus::Notified ? 1 : 2;
+                },
+                [] { return std::suspend_never{}; });
+            while (startedNs.load() == 0)
+                std::this_thread::yield();
+            {
+                std::unique_lock lock(mutex); // ours once the waiter is queued on the cv
+                cv->NotifyAll();              // the waiter moves to the mutex's queue
+                // The timer fires no earlier than startedNs + kTimeout, less the deadline
+                // clock's lead over the steady clock (25 us, DeadlineClock.h): a NotifyAll that
+                // returned a millisecond before that claimed the waiter first.
+                const std::int64_t earliestFireNs =
+                    startedNs.load() + std::chrono::nanoseconds(kTimeout - 1ms).count();
+                notifiedInTime = SteadyNs() < earliestFireNs;
+                if (notifiedInTime)
+                {
+                    cv.reset();
+                    std::this_thread::sleep_for(kTimeout + 10ms); // its deadline passes meanwhile
+                }
+            }
+            CHECK(w.WaitFinished(1));
+            if (notifiedInTime)
+                CHECK(result == 1);
+            else
+                CHECK(result != 0);
         }
-        CHECK(w.WaitFinished(1));
-        CHECK(result == 1);
+        CHECK(notifiedInTime);
     }
 }
 
