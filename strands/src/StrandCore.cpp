@@ -216,7 +216,7 @@ void StrandCore::Submit(std::coroutine_handle<> handle)
 
 void StrandCore::Submit(ParkedWork work)
 {
-    PendingEntry pending{StrandEntry{work.handle, work.abandon, nullptr}};
+    PendingEntry pending{StrandEntry::Resumption(work.handle, work.abandon)};
     if (Enqueue(pending, Admission::Return) != EnqueueResult::Queued)
         work.Abandon(); // closed: dropped, as destruction drops it
 }
@@ -291,7 +291,7 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
     if (pending.constructInline)
         pending.constructInline(slot, pending.source);
     else if (pending.construct)
-        slot.call = pending.construct(pending.storage, pending.source); // a throw: not queued
+        slot.SetHeldCall(pending.construct(pending.storage, pending.source)); // a throw: not queued
     queue_.Commit();
     return EnqueueResult::Queued;
 }

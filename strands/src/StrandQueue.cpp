@@ -14,7 +14,8 @@ StrandSegment* StrandQueue::NewSegment(std::size_t capacity)
     if (capacity >
         (std::numeric_limits<std::size_t>::max() - sizeof(StrandSegment)) / sizeof(StrandEntry))
         throw std::bad_array_new_length();
-    void* memory = ::operator new(sizeof(StrandSegment) + capacity * sizeof(StrandEntry));
+    void* memory = ::operator new (sizeof(StrandSegment) + capacity * sizeof(StrandEntry),
+                                   std::align_val_t{alignof(StrandSegment)});
     auto* segment = ::new (memory) StrandSegment;
     segment->capacity = capacity;
     return segment;
@@ -22,7 +23,7 @@ StrandSegment* StrandQueue::NewSegment(std::size_t capacity)
 
 void StrandQueue::FreeSegment(StrandSegment* segment) noexcept
 {
-    ::operator delete(static_cast<void*>(segment));
+    ::operator delete (static_cast<void*>(segment), std::align_val_t{alignof(StrandSegment)});
 }
 
 StrandQueue::~StrandQueue()

@@ -17,7 +17,7 @@ thread_local bool tArmed = false;
 thread_local long tCount = 0;
 thread_local long tFailAt = 0; // 0: never fail
 
-void* Allocate(std::size_t size)
+void CountOrFail()
 {
     if (tArmed)
     {
@@ -25,7 +25,22 @@ void* Allocate(std::size_t size)
         if (tCount == tFailAt)
             throw std::bad_alloc();
     }
+}
+
+void* Allocate(std::size_t size)
+{
+    CountOrFail();
     if (void* p = std::malloc(size ? size : 1))
+        return p;
+    throw std::bad_alloc();
+}
+
+// The over-aligned forms (a strand's queue segments) count and fail alike.
+void* AllocateAligned(std::size_t size, std::align_val_t alignment)
+{
+    CountOrFail();
+    void* p = nullptr;
+    if (posix_memalign(&p, static_cast<std::size_t>(alignment), size ? size : 1) == 0)
         return p;
     throw std::bad_alloc();
 }
@@ -74,6 +89,60 @@ void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
     {
         return nullptr;
     }
+}
+void* operator new(std::size_t size, std::align_val_t alignment)
+{
+    return AllocateAligned(size, alignment);
+}
+void* operator new[](std::size_t size, std::align_val_t alignment)
+{
+    return AllocateAligned(size, alignment);
+}
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return AllocateAligned(size, alignment);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return AllocateAligned(size, alignment);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void operator delete(void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept
+{
+    std::free(p);
 }
 void operator delete(void* p) noexcept
 {

@@ -22,9 +22,9 @@ struct Numbered
 StrandEntry Make(std::uint32_t value)
 {
     StrandEntry entry;
-    entry.inlineRun = &Numbered::Run;
-    static_assert(sizeof(entry.inlineFn) >= sizeof(value));
-    __builtin_memcpy(entry.inlineFn, &value, sizeof(value));
+    entry.run = &Numbered::Run;
+    static_assert(sizeof(entry.words) >= sizeof(value));
+    __builtin_memcpy(entry.words, &value, sizeof(value));
     return entry;
 }
 
@@ -47,7 +47,7 @@ private:
 std::uint32_t ValueOf(const StrandEntry& entry)
 {
     std::uint32_t value;
-    __builtin_memcpy(&value, entry.inlineFn, sizeof(value));
+    __builtin_memcpy(&value, entry.words, sizeof(value));
     return value;
 }
 
@@ -155,7 +155,7 @@ TEST_CASE("StrandQueue hands over a backlog that spans segments, whole and in or
         calls.emplace_back(i, dropped);
         queue.Reserve();
         queue.Slot() = StrandEntry{};
-        queue.Slot().call = &calls.back();
+        queue.Slot().SetHeldCall(&calls.back());
         queue.Commit();
     }
     StrandEntry chunk[3];

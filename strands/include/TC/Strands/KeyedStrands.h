@@ -436,7 +436,7 @@ public:
     // Dropped (an unowned chain freed) once closed.
     void Submit(const Key& key, ParkedWork work)
     {
-        detail::PendingEntry pending{detail::StrandEntry{work.handle, work.abandon, nullptr}};
+        detail::PendingEntry pending{detail::StrandEntry::Resumption(work.handle, work.abandon)};
         if (registry_->Route(key, pending, detail::Admission::Return) !=
             detail::EnqueueResult::Queued)
             work.Abandon();
@@ -444,7 +444,7 @@ public:
     // Refused once sealed or closed: false, the work left with the caller.
     bool TrySubmit(const Key& key, ParkedWork work)
     {
-        detail::PendingEntry pending{detail::StrandEntry{work.handle, work.abandon, nullptr}};
+        detail::PendingEntry pending{detail::StrandEntry::Resumption(work.handle, work.abandon)};
         return registry_->Route(key, pending, detail::Admission::Offer) ==
                detail::EnqueueResult::Queued;
     }

@@ -5,6 +5,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -80,28 +81,72 @@ inline constexpr bool kInlineCall = sizeof(F) <= kInlineCallSize &&
                                     std::is_trivially_destructible_v<F>;
 
 // One queue entry: a coroutine to resume (with the root to free if it is dropped), a call held
-// in its own allocation, or a call held inline.
-struct StrandEntry
+// in its own allocation, or a call held inline. 32 bytes, aligned to 32, so two share a cache
+// line and none spans two: every line of entries a poster writes moves to the pump's core, and
+// at 56 bytes a one-strand post cost 139-161 ns against 75-99 ns at 32 where a line transfer
+// took 450 ns (guides/performance.md). `run` says what the words hold:
+//   nullptr          a coroutine: words[0..7] its handle, words[8..15] the root to free if it is
+//                    dropped (or nothing at all: a default entry)
+//   &RunHeldCall     a call in its own allocation: words[0..7] its CallBase*
+//   anything else    a call held inline: the callable's bytes, `run` its invoker
+struct alignas(32) StrandEntry
 {
-    std::coroutine_handle<> handle;
-    std::coroutine_handle<> abandon;
-    CallBase* call = nullptr;
-    void (*inlineRun)(void* fn) = nullptr; // set: the callable lives in inlineFn
-    alignas(void*) unsigned char inlineFn[kInlineCallSize] = {};
+    void (*run)(void* words) = nullptr;
+    alignas(void*) unsigned char words[kInlineCallSize] = {};
 
-    bool IsCall() const noexcept { return call != nullptr || inlineRun != nullptr; }
+    static StrandEntry Resumption(std::coroutine_handle<> handle,
+                                  std::coroutine_handle<> abandon) noexcept
+    {
+        StrandEntry entry;
+        entry.StoreWord(0, handle.address());
+        entry.StoreWord(1, abandon.address());
+        return entry;
+    }
+    void SetHeldCall(CallBase* call) noexcept
+    {
+        StoreWord(0, call);
+        run = &RunHeldCall;
+    }
+
+    bool IsCall() const noexcept { return run != nullptr; }
+    std::coroutine_handle<> Handle() const noexcept
+    {
+        return std::coroutine_handle<>::from_address(LoadWord(0));
+    }
 
     // Frees what the entry owns without running it: the call, or an unowned chain's root.
     void Drop() noexcept
     {
-        inlineRun = nullptr; // trivially destructible: nothing to run
-        if (CallBase* owned = std::exchange(call, nullptr))
-            owned->Destroy();
-        if (auto root = std::exchange(abandon, nullptr))
-            root.destroy();
-        handle = nullptr;
+        if (run == &RunHeldCall)
+            HeldCall()->Destroy();
+        else if (run == nullptr)
+        {
+            if (void* root = LoadWord(1))
+                std::coroutine_handle<>::from_address(root).destroy();
+        }
+        run = nullptr; // an inline call is trivially destructible: nothing to do
+        StoreWord(1, nullptr);
+    }
+    // After its coroutine was resumed: nothing left to free.
+    void Resumed() noexcept { StoreWord(1, nullptr); }
+
+private:
+    static void RunHeldCall(void* words) { (*static_cast<CallBase**>(words))->Run(); }
+    CallBase* HeldCall() const noexcept { return static_cast<CallBase*>(LoadWord(0)); }
+    // The words hold pointers as bytes (they are an inline callable's storage too): memcpy
+    // reads and writes them without aliasing questions, and compiles to one move.
+    void* LoadWord(std::size_t index) const noexcept
+    {
+        void* word;
+        std::memcpy(&word, words + index * sizeof(void*), sizeof word);
+        return word;
+    }
+    void StoreWord(std::size_t index, void* word) noexcept
+    {
+        std::memcpy(words + index * sizeof(void*), &word, sizeof word);
     }
 };
+static_assert(sizeof(StrandEntry) == 32);
 
 // Constructs an inline call in `entry` from the caller's callable (of reference type Src):
 // copied bytes either way, since F is trivially copyable, so the source is never changed.
@@ -115,8 +160,8 @@ struct InlineCall
     {
         using Object = std::remove_reference_t<Src>;
         Object& from = *static_cast<Object*>(source);
-        ::new (static_cast<void*>(entry.inlineFn)) F(std::forward<Src>(from));
-        entry.inlineRun = &InlineCall::Run;
+        ::new (static_cast<void*>(entry.words)) F(std::forward<Src>(from));
+        entry.run = &InlineCall::Run;
     }
 };
 } // namespace detail
@@ -142,18 +187,14 @@ public:
         if (ran_)
             return;
         ran_ = true;
-        if (entry_.inlineRun)
+        if (entry_.run)
         {
-            entry_.inlineRun(entry_.inlineFn);
-        }
-        else if (entry_.call)
-        {
-            entry_.call->Run();
+            entry_.run(entry_.words); // an inline call, or one held in its own allocation
         }
         else
         {
-            entry_.abandon = nullptr; // resumed: nothing to free any more
-            std::exchange(entry_.handle, nullptr).resume();
+            entry_.Resumed(); // resumed: nothing to free any more
+            entry_.Handle().resume();
         }
     }
 

@@ -105,7 +105,7 @@ public:
     bool TrySubmit(std::coroutine_handle<> handle) { return TrySubmit(ParkedWork{handle, {}}); }
     bool TrySubmit(ParkedWork work)
     {
-        detail::PendingEntry pending{detail::StrandEntry{work.handle, work.abandon, nullptr}};
+        detail::PendingEntry pending{detail::StrandEntry::Resumption(work.handle, work.abandon)};
         return core_->Enqueue(pending, detail::Admission::Offer) == detail::EnqueueResult::Queued;
     }
 

@@ -120,9 +120,6 @@ public:
         if (RefusesLocked(admission) || retired_ || phase_ == PumpPhase::Idle || !queue_.HasRoom())
             return false;
         StrandEntry& slot = queue_.Slot();
-        slot.handle = {};
-        slot.abandon = {};
-        slot.call = nullptr;
         InlineCall<Fn>::template ConstructFrom<Src>(slot, source);
         queue_.Commit();
         return true;

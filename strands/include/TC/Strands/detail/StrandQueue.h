@@ -15,7 +15,8 @@
 
 namespace TC::detail
 {
-struct StrandSegment
+// Aligned as an entry is, so the entries after it never span two cache lines.
+struct alignas(alignof(StrandEntry)) StrandSegment
 {
     StrandSegment* next = nullptr;
     std::size_t capacity = 0;
@@ -105,7 +106,7 @@ public:
     }
 
     // After Reserve: the slot the next Commit appends. The caller fills it in (segments come
-    // from operator new, which begins the lifetime of such trivially copyable entries); until
+    // from operator new, which begins the lifetime of such implicit-lifetime entries); until
     // Commit it is not queued, so a throw while filling it leaves the queue as it was.
     StrandEntry& Slot() noexcept
     {
