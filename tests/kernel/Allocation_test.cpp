@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "support/MallocDeletes.h"
+
 namespace
 {
 std::atomic<bool> counting{false};
@@ -39,30 +41,43 @@ void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept
 {
     return operator new(size, tag);
 }
-void operator delete(void* p, const std::nothrow_t&) noexcept
+// The over-aligned forms are counted too (operator delete frees them all with std::free).
+void* operator new(std::size_t size, std::align_val_t alignment)
 {
-    std::free(p);
+    if (counting.load(std::memory_order_relaxed))
+        allocations.fetch_add(1, std::memory_order_relaxed);
+    void* p = nullptr;
+    if (posix_memalign(&p, static_cast<std::size_t>(alignment), size ? size : 1) == 0)
+        return p;
+    throw std::bad_alloc();
 }
-void operator delete[](void* p, const std::nothrow_t&) noexcept
+void* operator new[](std::size_t size, std::align_val_t alignment)
 {
-    std::free(p);
+    return operator new(size, alignment);
 }
-void operator delete(void* p) noexcept
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
 {
-    std::free(p);
+    try
+    {
+        return operator new(size, alignment);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
 }
-void operator delete[](void* p) noexcept
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept
 {
-    std::free(p);
+    try
+    {
+        return operator new(size, alignment);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
 }
-void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
+// Every operator delete frees with std::free (support/MallocDeletes.h, included above).
 
 using namespace TC;
 using TestSupport::Mailbox;

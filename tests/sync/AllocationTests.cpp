@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/MallocDeletes.h"
+
 namespace
 {
 std::atomic<bool> counting{false};
@@ -64,38 +66,40 @@ void* operator new(std::size_t size, const std::nothrow_t&) noexcept
         return nullptr;
     }
 }
-void operator delete(void* p) noexcept
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
 {
-    std::free(p);
+    try
+    {
+        return Allocate(size, 0);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
 }
-void operator delete[](void* p) noexcept
+void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept
 {
-    std::free(p);
+    try
+    {
+        return Allocate(size, static_cast<std::size_t>(a));
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
 }
-void operator delete(void* p, std::size_t) noexcept
+void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept
 {
-    std::free(p);
+    try
+    {
+        return Allocate(size, static_cast<std::size_t>(a));
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
 }
-void operator delete[](void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept
-{
-    std::free(p);
-}
+// Every operator delete frees with std::free (support/MallocDeletes.h, included above).
 
 using namespace TC::Synchronization;
 using namespace TC::SyncTests;
