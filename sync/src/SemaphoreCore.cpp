@@ -38,10 +38,7 @@ std::uint64_t SemaphoreCore::LockQueue(std::uint64_t addIfNoWaiters) noexcept
     {
         if (addIfNoWaiters != 0 && !(state & kWaiters))
         {
-            // The waiters left while ReleaseToWaiters waited: Release's range check, late.
-            TC_CHECK(Count(state) <= kMaxPermits - Count(addIfNoWaiters),
-                     "a semaphore's count stays in range",
-                     "Release would raise the count above kMaxPermits");
+            CheckRoomFor(state, Count(addIfNoWaiters)); // the waiters left while we waited
             // release: as in Release; the last access.
             if (state_.compare_exchange_weak(state, state + addIfNoWaiters,
                                              std::memory_order_release, std::memory_order_relaxed))

@@ -103,8 +103,7 @@ public:
                 ReleaseToWaiters(n);
                 return;
             }
-            TC_CHECK(Count(state) <= kMaxPermits - n, "a semaphore's count stays in range",
-                     "Release would raise the count above kMaxPermits");
+            CheckRoomFor(state, n);
             // release: what our caller wrote before Release is visible to whoever acquires the
             // permit. The last access: the permit's taker may destroy the object from here on.
             if (state_.compare_exchange_weak(state, state + add, std::memory_order_release,
@@ -213,6 +212,14 @@ private:
     static constexpr std::int64_t Count(std::uint64_t state) noexcept
     {
         return static_cast<std::int64_t>(state >> kCountShift);
+    }
+    // Before adding n (0 <= n <= kMaxPermits) permits to the count in `state`: the one range
+    // check of both ways a Release adds them (its CAS, and LockQueue's once the waiters left).
+    static void CheckRoomFor([[maybe_unused]] std::uint64_t state,
+                             [[maybe_unused]] std::int64_t n) noexcept
+    {
+        TC_CHECK(Count(state) <= kMaxPermits - n, "a semaphore's count stays in range",
+                 "Release would raise the count above kMaxPermits");
     }
 
     // Release's way when a waiter is queued: hands the permits out under the lock.
