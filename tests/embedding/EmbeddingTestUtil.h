@@ -2,6 +2,7 @@
 // Helpers shared by the embedding suites: a fire-and-forget coroutine, the stress scale and a
 // monotonic clock in nanoseconds.
 
+#include "support/SteadyClock.h"
 #include "support/StressScale.h"
 #include <chrono>
 #include <coroutine>
@@ -58,10 +59,5 @@ inline std::uint64_t Scaled(std::uint64_t count)
     return std::this_thread::get_id();
 }
 
-inline std::int64_t NowNs()
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
+using TCSupport::NowNs;
 } // namespace TC::Testing

@@ -2,6 +2,7 @@
 // condition variable's wake-up rules.
 
 #include "SyncTestSupport.h"
+#include "support/SteadyClock.h"
 
 #include <TC/Synchronization.h>
 
@@ -556,17 +557,6 @@ TEST_CASE("ConditionVariable::WaitFor with a predicate, notified over and over, 
     notifier.join();
 }
 
-namespace
-{
-// The steady clock in nanoseconds: the clock the kernel's deadlines are kept on.
-std::int64_t SteadyNs()
-{
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-} // namespace
-
 TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, past their timeout",
           "[cv][timeout]")
 {
@@ -595,7 +585,7 @@ TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, pas
                 [&]
                 {
                     std::unique_lock lock(mutex);
-                    startedNs = SteadyNs(); // before the wait's own clock read
+                    startedNs = TCSupport::NowNs(); // before the wait's own clock read
                     result = cv->WaitFor(lock, kTimeout) == CvStatus::Notified ? 1 : 2;
                 },
                 [] { return std::suspend_never{}; });
@@ -609,7 +599,7 @@ TEST_CASE("ConditionVariable may be destroyed once its waiters are notified, pas
                 // returned a millisecond before that claimed the waiter first.
                 const std::int64_t earliestFireNs =
                     startedNs.load() + std::chrono::nanoseconds(kTimeout - 1ms).count();
-                notifiedInTime = SteadyNs() < earliestFireNs;
+                notifiedInTime = TCSupport::NowNs() < earliestFireNs;
                 if (notifiedInTime)
                 {
                     cv.reset();
