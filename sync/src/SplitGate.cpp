@@ -1,0 +1,65 @@
+// SplitGate's waiting side (see SplitGate.h).
+
+#include <TC/Suspend.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/SplitGate.h>
+
+namespace TC::Synchronization::detail
+{
+AcquireResult SplitGate::Acquire()
+{
+    if (TryAcquire() || SpinForPermit())
+        return AcquireResult::Acquired;
+    AcquireResult result;
+    {
+        WaitingScope counted(*this);
+        result = TryTakeCounted() ? AcquireResult::Acquired : waiting_.queue.Acquire();
+    }
+    if (result == AcquireResult::Closed && TryAcquire())
+        result = AcquireResult::Acquired; // released concurrently with the Close
+    return result;
+}
+
+AcquireResult SplitGate::Acquire(Duration timeout)
+{
+    if (TryAcquire() || SpinForPermit())
+        return AcquireResult::Acquired;
+    AcquireResult result;
+    {
+        WaitingScope counted(*this);
+        result = TryTakeCounted() ? AcquireResult::Acquired : waiting_.queue.Acquire(timeout);
+    }
+    if (result != AcquireResult::Acquired && TryAcquire())
+        result = AcquireResult::Acquired; // released as the wait ended
+    return result;
+}
+
+bool SplitGate::SpinForPermit() noexcept
+{
+    // Threads only: a task that spun would keep its worker from running the very task that may
+    // release (the other end of a channel on the same worker); it suspends at once instead.
+    if (TC::IsInsideTask())
+        return false;
+    // Growing pauses: a releaser that is running adds several permits between two looks, and the
+    // look that finds them lets the next acquires take theirs without reading released_ again.
+    for (unsigned round = 0, pauses = 4; round < kSpinRounds; ++round, pauses *= 2)
+    {
+        for (unsigned i = 0; i < pauses; ++i)
+            CpuRelax();
+        if (TryTakeCounted())
+            return true;
+    }
+    return false;
+}
+
+void SplitGate::Grant(std::int64_t n) noexcept
+{
+    std::uint64_t waiters = waiting_.value.load(std::memory_order_relaxed);
+    for (; n > 0 && waiters > 0; --n, --waiters)
+    {
+        if (!TryTakeCounted())
+            return; // an acquirer took it first: the waiters wait for the next release
+        waiting_.queue.Release(1);
+    }
+}
+} // namespace TC::Synchronization::detail
