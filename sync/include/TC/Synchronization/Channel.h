@@ -38,15 +38,19 @@ enum class ChannelStatus : std::uint8_t
 //
 // Ordering: one FIFO. Values are received in the order their sends queued them, so the values
 // of one sender arrive in the order sent -- also from a task that migrates between workers or a
-// coroutine resumed elsewhere -- and values of different senders interleave. Waiters are resumed
-// in arrival order.
+// coroutine resumed elsewhere -- and values of different senders interleave. Queued waiters are
+// resumed in arrival order; a caller that finds a value (or room) ready may pass before them.
 // Fast path, lock-free: a send is one compare-exchange to claim a slot, the value constructed in
-// place, one store to publish it and one fetch_add on a counting gate; a receive is one CAS on
+// place, one store to publish it and one fetch_add on the values' gate; a receive is one CAS on
 // that gate, one compare-exchange to claim the oldest slot, the move out and one fetch_or to
-// free the slot (detail/ChannelCore.h). Waits go through the suspend protocol. Values live in
-// blocks of 31 slots; freed blocks are kept for reuse, so a steady flow allocates nothing, and a
-// bounded channel allocates every block it can span when it is constructed (afterwards only when
-// a stalled receiver or the slots of throwing sends keep blocks out of use, detail/ChannelCore.h).
+// free the slot; a bounded channel adds a CAS on the room gate to a send and a fetch_add to a
+// receive. Each gate counts each side on its own cache line (detail/SplitGate.h), so the two
+// sides share only the slots' lines. Waits go through the suspend protocol; a converted thread
+// spins up to about 2.5 us for a value or room before it suspends, a task or coroutine does not
+// spin. Values live in blocks of 31 slots; freed blocks are kept for reuse, so a steady flow
+// allocates nothing, and a bounded channel allocates every block it can span when it is
+// constructed (afterwards only when a stalled receiver or the slots of throwing sends keep blocks
+// out of use, detail/ChannelCore.h).
 //
 // A Send whose move or copy into the channel throws sends nothing: the exception propagates and
 // the channel is as if the Send had not happened. A receive whose move out of the channel throws
@@ -174,7 +178,7 @@ public:
 
     private:
         Channel& owner_;
-        detail::SemaphoreCore::AcquireAwaiter inner_;
+        detail::SplitGate::AcquireAwaiter inner_;
     };
 
     // co_await ch.SendAsync(value): yields true if accepted, false if closed; suspends while a
@@ -211,7 +215,7 @@ public:
     private:
         Channel& owner_;
         T value_;
-        detail::SemaphoreCore::AcquireAwaiter inner_;
+        detail::SplitGate::AcquireAwaiter inner_;
         bool closed_ = false;
     };
 

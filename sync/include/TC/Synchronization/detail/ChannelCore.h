@@ -2,8 +2,8 @@
 // ChannelCore: the type-erased part of Channel<T> -- a lock-free FIFO of value slots in linked
 // blocks, a pool of spare blocks, and the two counting gates.
 
-#include <TC/Synchronization/detail/SemaphoreCore.h>
 #include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/SplitGate.h>
 
 #include <atomic>
 #include <cstddef>
@@ -24,7 +24,9 @@ namespace TC::Synchronization::detail
 // Gates: `items` counts written values and `space` the room of a bounded channel; every wait is a
 // wait on a gate, i.e. through the suspend protocol, and a receiver claims a slot only once
 // `items` granted it a value, so the FIFO itself never runs empty under it (it may wait a few
-// instructions for the sender of an older slot to finish writing).
+// instructions for the sender of an older slot to finish writing). The gates are SplitGates:
+// each side counts on its own cache line (senders release items and take room, receivers the
+// other way round), so a steady flow shares only the slots' lines between the two sides.
 //
 // Blocks: the sender that claims a block's last slot links the next block; the receivers free a
 // block once every slot in it has been read (the last reader of the block does, whichever it is;
@@ -77,8 +79,8 @@ public:
     void Close() noexcept;
     bool IsClosed() const noexcept { return items.IsClosed(); }
 
-    SemaphoreCore items{0};
-    SemaphoreCore space{0};
+    SplitGate items;
+    SplitGate space;
 
 private:
     struct Block;

@@ -1,6 +1,7 @@
 #pragma once
-// SemaphoreCore: the counting gate under Semaphore and Channel -- a count, a FIFO of waiters and
-// its lock in one word, and a Close that releases every waiter empty-handed.
+// SemaphoreCore: the counting gate under Semaphore (and the waiter queue of Channel's SplitGate)
+// -- a count, a FIFO of waiters and its lock in one word, and a Close that releases every waiter
+// empty-handed.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
