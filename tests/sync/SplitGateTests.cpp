@@ -2,6 +2,7 @@
 // split counters could get wrong -- a permit lost or made between the counters and the waiter
 // queue, and a wake-up lost between a waiter's count and a release.
 
+#include "PermitStress.h"
 #include "SyncTestSupport.h"
 
 #include <TC/Synchronization/detail/SplitGate.h>
@@ -27,6 +28,17 @@ Fire AwaitGate(Waiters& w, SplitGate& gate, std::atomic<int>& result)
     co_await w.GetScheduler().Schedule();
     result = static_cast<int>(co_await SplitGate::AcquireAwaiter(gate));
 }
+
+// Starts one acquirer of `kind` on `gate`; what its Acquire or co_await yielded lands in `result`.
+void StartAcquirer(WaiterKind kind, Waiters& w, SplitGate& gate, std::atomic<int>& result)
+{
+    if (kind == WaiterKind::Coroutine)
+        AwaitGate(w, gate, result);
+    else
+        w.Start(
+            kind, [&] { result = static_cast<int>(gate.Acquire()); },
+            [] { return std::suspend_never{}; });
+}
 } // namespace
 
 TEST_CASE("SplitGate hands each release to a waiter of every kind", "[gate]")
@@ -39,12 +51,7 @@ TEST_CASE("SplitGate hands each release to a waiter of every kind", "[gate]")
         CHECK_FALSE(gate.TryAcquire());
         std::atomic<int> result{0};
         Waiters w;
-        if (kind == WaiterKind::Coroutine)
-            AwaitGate(w, gate, result);
-        else
-            w.Start(
-                kind, [&] { result = static_cast<int>(gate.Acquire()); },
-                [] { return std::suspend_never{}; });
+        StartAcquirer(kind, w, gate, result);
         std::this_thread::sleep_for(5ms); // usually suspended by now; either way it must pass
         gate.Release(1);
         CHECK(Eventually([&] { return result.load() != 0; }));
@@ -62,12 +69,7 @@ TEST_CASE("SplitGate Close resumes waiters with Closed; permits released around 
         SplitGate gate;
         std::atomic<int> result{0};
         Waiters w;
-        if (kind == WaiterKind::Coroutine)
-            AwaitGate(w, gate, result);
-        else
-            w.Start(
-                kind, [&] { result = static_cast<int>(gate.Acquire()); },
-                [] { return std::suspend_never{}; });
+        StartAcquirer(kind, w, gate, result);
         std::this_thread::sleep_for(5ms);
         gate.Close();
         CHECK(Eventually([&] { return result.load() != 0; }));
@@ -95,42 +97,15 @@ TEST_CASE("SplitGate's timed Acquire times out, and a later release is not lost"
 
 namespace
 {
-struct GateTally
-{
-    SplitGate& gate;
-    std::atomic<bool> releasing{true};
-    std::atomic<std::int64_t> acquired{0};
-    std::atomic<int> finished{0};
-
-    // Every third round untimed; the rest timed (0-15 us) or polling.
-    static bool Untimed(std::uint64_t round) { return round % 3 == 0; }
-    // Counts a success; false once the releasers are done and nothing is left to take.
-    bool Count(bool got, std::int64_t& local)
-    {
-        if (got)
-        {
-            ++local;
-            return true;
-        }
-        return releasing.load() || gate.Available() != 0;
-    }
-    void Finish(std::int64_t local)
-    {
-        acquired += local;
-        finished.fetch_add(1);
-    }
-};
-
-// The coroutine acquirer: the gate has no timed awaiter, so untimed awaits only, polling
-// between them.
-Fire AcquireAsCoroutine(Waiters& w, GateTally& tally)
+// The coroutine acquirer: the gate has no timed awaiter, so untimed awaits and polling.
+Fire AcquireAsCoroutine(Waiters& w, PermitTally<SplitGate>& tally)
 {
     co_await w.GetScheduler().Schedule();
     std::int64_t local = 0;
     for (std::uint64_t round = 0;; ++round)
     {
         bool got = true;
-        if (GateTally::Untimed(round))
+        if (tally.Untimed(round))
             got = co_await SplitGate::AcquireAwaiter(tally.gate) == AcquireResult::Acquired;
         else
             got = tally.gate.TryAcquire();
@@ -142,68 +117,26 @@ Fire AcquireAsCoroutine(Waiters& w, GateTally& tally)
 } // namespace
 
 // Three tasks, a thread and a coroutine acquire (untimed, timed 0-15 us, polling) while two
-// threads release one or three permits at a time. A permit granted to a waiter that then timed
-// out, or found one itself, is parked, never lost: acquired + left == initial + released, and
-// every acquirer finishes.
+// threads release one or three permits at a time (tests/sync/PermitStress.h). A permit granted
+// to a waiter that then timed out, or found one itself, is parked, never lost: acquired + left
+// == initial + released, and every acquirer finishes.
 TEST_CASE("Stress: SplitGate under racing releases and timed acquires conserves permits",
           "[stress][gate][timeout]")
 {
     TC::EnableTimers();
-    const std::int64_t perReleaser = Scaled(100000);
     constexpr std::int64_t kInitial = 2;
     SplitGate gate(kInitial);
-    GateTally tally{gate};
-    auto body = [&]
-    {
-        std::int64_t local = 0;
-        for (std::uint64_t round = 0;; ++round)
+    RunPermitConservationStress(
+        gate, kInitial, Scaled(100000),
+        [](SplitGate& g, std::uint64_t round, bool untimed)
         {
-            bool got = true;
-            if (GateTally::Untimed(round))
-                got = gate.Acquire() == AcquireResult::Acquired;
-            else if (round % 3 == 1)
-                got = gate.TryAcquire();
-            else
-                got =
-                    gate.Acquire(std::chrono::microseconds(round % 16)) == AcquireResult::Acquired;
-            if (!tally.Count(got, local))
-                break;
-        }
-        tally.Finish(local);
-    };
-    Waiters w;
-    for (int i = 0; i < 3; ++i)
-        w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
-    w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
-    AcquireAsCoroutine(w, tally);
-    std::atomic<std::int64_t> released{0};
-    std::vector<std::thread> releasers;
-    for (int r = 0; r < 2; ++r)
-        releasers.emplace_back(
-            [&, r]
-            {
-                const std::int64_t n = r == 0 ? 1 : 3;
-                for (std::int64_t i = 0; i < perReleaser; i += n)
-                {
-                    gate.Release(n);
-                    released += n;
-                    if (i % 64 == 0)
-                        std::this_thread::yield();
-                }
-            });
-    for (auto& releaser : releasers)
-        releaser.join();
-    tally.releasing = false;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (tally.finished.load() < 5 && std::chrono::steady_clock::now() < deadline)
-    {
-        gate.Release(1); // for an untimed acquire that began before `releasing` turned false
-        released += 1;
-        std::this_thread::sleep_for(1ms);
-    }
-    REQUIRE(tally.finished.load() == 5);
-    CHECK(w.WaitFinished(4, 10s));
-    CHECK(tally.acquired.load() + gate.Available() == kInitial + released.load());
+            if (untimed)
+                return g.Acquire() == AcquireResult::Acquired;
+            if (round % 4 == 1)
+                return g.TryAcquire();
+            return g.Acquire(std::chrono::microseconds(round % 16)) == AcquireResult::Acquired;
+        },
+        [](Waiters& w, PermitTally<SplitGate>& tally) { AcquireAsCoroutine(w, tally); });
 }
 
 // Rounds of one waiter and one release of a single permit, the release after a random short

@@ -3,6 +3,7 @@
 // catches double resumes; counts catch lost or duplicated wake-ups; a lost wake-up hangs, which
 // the per-test deadline reports.
 
+#include "PermitStress.h"
 #include "SyncTestSupport.h"
 
 #include <TC/Synchronization.h>
@@ -377,37 +378,8 @@ TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mu
 
 namespace
 {
-// The acquirers of the counting-semaphore stress: their shared counts and their one rule for
-// which acquire a round makes, what it counts and when they stop.
-struct PermitTally
-{
-    Semaphore& sem;
-    std::atomic<bool> releasing{true};
-    std::atomic<std::int64_t> acquired{0};
-    std::atomic<int> finished{0};
-
-    // Untimed only while releases are still coming (one that came late is freed by main).
-    bool Untimed(std::uint64_t round) const { return round % 4 == 0 && releasing.load(); }
-    // Counts one attempt in `local`; false once the releasers are done and a failed attempt
-    // finds no permit left.
-    bool Count(bool got, std::int64_t& local) const
-    {
-        if (got)
-        {
-            ++local;
-            return true;
-        }
-        return releasing.load() || sem.Available() != 0;
-    }
-    void Finish(std::int64_t local)
-    {
-        acquired += local;
-        finished.fetch_add(1);
-    }
-};
-
 // The coroutine acquirer: untimed and timed awaits (polling has no coroutine form).
-Fire AcquireAsCoroutine(Waiters& w, PermitTally& tally)
+Fire AcquireAsCoroutine(Waiters& w, PermitTally<Semaphore>& tally)
 {
     co_await w.GetScheduler().Schedule();
     std::int64_t local = 0;
@@ -415,9 +387,9 @@ Fire AcquireAsCoroutine(Waiters& w, PermitTally& tally)
     {
         bool got = true;
         if (tally.Untimed(round))
-            co_await tally.sem.AcquireAsync();
+            co_await tally.gate.AcquireAsync();
         else
-            got = co_await tally.sem.AcquireAsync(std::chrono::microseconds(round % 16));
+            got = co_await tally.gate.AcquireAsync(std::chrono::microseconds(round % 16));
         if (!tally.Count(got, local))
             break;
     }
@@ -428,65 +400,26 @@ Fire AcquireAsCoroutine(Waiters& w, PermitTally& tally)
 // Three tasks, a thread and a coroutine acquire from a counting semaphore (untimed, timed with
 // timeouts of 0-15 us, polling) while two threads release one or three permits at a time: no
 // permit is made or lost (acquired + left == initial + released) and every acquirer finishes.
-// Once the releasers are done, a permit now and then frees an untimed acquire that came late.
 TEST_CASE("Stress: a counting Semaphore under racing Releases and timed acquires conserves permits",
           "[stress][semaphore][timeout]")
 {
     TC::EnableTimers();
-    const std::int64_t perReleaser = Scaled(100000);
     constexpr std::int64_t kInitial = 2;
     Semaphore sem(kInitial);
-    PermitTally tally{sem};
-    auto body = [&]
-    {
-        std::int64_t local = 0;
-        for (std::uint64_t round = 0;; ++round)
+    RunPermitConservationStress(
+        sem, kInitial, Scaled(100000),
+        [](Semaphore& s, std::uint64_t round, bool untimed)
         {
-            bool got = true;
-            if (tally.Untimed(round))
-                sem.Acquire();
-            else if (round % 4 == 1)
-                got = sem.TryAcquire();
-            else
-                got = sem.Acquire(std::chrono::microseconds(round % 16));
-            if (!tally.Count(got, local))
-                break;
-        }
-        tally.Finish(local);
-    };
-    Waiters w;
-    for (int i = 0; i < 3; ++i)
-        w.Start(WaiterKind::Task, body, [] { return std::suspend_never{}; });
-    w.Start(WaiterKind::Thread, body, [] { return std::suspend_never{}; });
-    AcquireAsCoroutine(w, tally);
-    std::atomic<std::int64_t> released{0};
-    std::vector<std::thread> releasers;
-    for (int r = 0; r < 2; ++r)
-        releasers.emplace_back(
-            [&, r]
+            if (untimed)
             {
-                const std::int64_t n = r == 0 ? 1 : 3;
-                for (std::int64_t i = 0; i < perReleaser; i += n)
-                {
-                    sem.Release(n);
-                    released += n;
-                    if (i % 64 == 0)
-                        std::this_thread::yield();
-                }
-            });
-    for (auto& releaser : releasers)
-        releaser.join();
-    tally.releasing = false;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (tally.finished.load() < 5 && std::chrono::steady_clock::now() < deadline)
-    {
-        sem.Release(); // for an untimed acquire that began before `releasing` turned false
-        released += 1;
-        std::this_thread::sleep_for(1ms);
-    }
-    REQUIRE(tally.finished.load() == 5);
-    CHECK(w.WaitFinished(4, 10s));
-    CHECK(tally.acquired.load() + sem.Available() == kInitial + released.load());
+                s.Acquire();
+                return true;
+            }
+            if (round % 4 == 1)
+                return s.TryAcquire();
+            return s.Acquire(std::chrono::microseconds(round % 16));
+        },
+        [](Waiters& w, PermitTally<Semaphore>& tally) { AcquireAsCoroutine(w, tally); });
 }
 
 // The waiter may destroy the semaphore as soon as its Acquire returns, whichever way the permit
