@@ -220,6 +220,17 @@ bool IsInsideTask() noexcept
     return CurrentTask() != nullptr;
 }
 
+bool WaitRunsOtherWork() noexcept
+{
+    const ThreadState& thread = CurrentThread();
+    if (thread.worker)
+        return true; // a task, or work a worker loop or a pump runs
+    for (const auto& host : thread.hosts)
+        if (host.load(std::memory_order_relaxed))
+            return true;
+    return false;
+}
+
 void ConvertCurrentThread() noexcept
 {
     (void)CurrentThread(); // a thread is a waiter once its state exists; waits need nothing else

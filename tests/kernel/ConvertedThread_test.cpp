@@ -14,6 +14,7 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -96,6 +97,30 @@ TEST_CASE("GetCurrentTask names a converted thread, stably, and differs per thre
     std::thread other([&] { there = GetCurrentTask(); });
     other.join();
     REQUIRE(there != here);
+}
+
+TEST_CASE("WaitRunsOtherWork: in a task and on a host thread, not on a plain thread")
+{
+    std::thread plain([] { CHECK_FALSE(WaitRunsOtherWork()); });
+    plain.join();
+    Scheduler workers(1);
+    bool inTask = false;
+    workers.Start([&] { inTask = WaitRunsOtherWork(); }).Join();
+    CHECK(inTask);
+    std::thread hosting(
+        []
+        {
+            std::optional<Scheduler> host(std::in_place, 0u);
+            CHECK_FALSE(WaitRunsOtherWork()); // not pumped yet
+            bool inPumpedTask = false;
+            host->Start([&] { inPumpedTask = WaitRunsOtherWork(); }).Detach();
+            (void)host->RunPending(); // this thread hosts it from now on
+            CHECK(inPumpedTask);
+            CHECK(WaitRunsOtherWork()); // its waits pump the host
+            host.reset();
+            CHECK_FALSE(WaitRunsOtherWork()); // the host is gone
+        });
+    hosting.join();
 }
 
 TEST_CASE("Many threads ping-pong with tasks through mailboxes")

@@ -43,6 +43,12 @@ TaskHandle GetCurrentTask() noexcept;
 // True inside a stackful task.
 bool IsInsideTask() noexcept;
 
+// True where a wait of the calling code runs other work while it waits: inside a task (its
+// worker runs the next task), or on a thread that pumps a scheduler with no workers (its waits
+// keep pumping it). A primitive that spins before it suspends skips the spin here, since the
+// work that would end the wait may be the very work the spin holds up.
+bool WaitRunsOtherWork() noexcept;
+
 // Converts the calling OS thread into a waiter explicitly. Optional: a thread is converted on its
 // first wait. Idempotent.
 void ConvertCurrentThread() noexcept;
