@@ -36,9 +36,10 @@ AcquireResult SplitGate::Acquire(Duration timeout)
 
 bool SplitGate::SpinForPermit() noexcept
 {
-    // Threads only: a task that spun would keep its worker from running the very task that may
-    // release (the other end of a channel on the same worker); it suspends at once instead.
-    if (TC::IsInsideTask())
+    // Not in a task, nor on a thread whose waits pump a scheduler: the spin would keep the
+    // worker or the pump from running the very work that may release (the other end of a
+    // channel on the same worker, or on the scheduler this thread pumps).
+    if (TC::WaitRunsOtherWork())
         return false;
     // Growing pauses: a releaser that is running adds several permits between two looks, and the
     // look that finds them lets the next acquires take theirs without reading released_ again.

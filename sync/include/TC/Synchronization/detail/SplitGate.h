@@ -23,15 +23,15 @@ namespace TC::Synchronization::detail
 // twice per permit, which made a Channel's throughput the speed of that line's transfers.
 //
 // Waiting. An acquirer that finds no permit (a thread first spins up to about 2.5 us, with
-// growing pauses, for one; a task or coroutine does not spin) counts itself in `waiting_`,
-// looks at `released_` once more, and, finding nothing, waits on `waiting_.queue`, a SemaphoreCore
-// that holds no permits of its own. A release that sees `waiting_` non-zero takes up to n permits
-// (no more than the waiters it saw) from the counters on the waiters' behalf and releases them
-// into `waiting_.queue` ("parks" them), whose FIFO hands each to its oldest waiter. Both sides'
-// order is seq_cst, write then read: the waiter's increment then its look at `released_`, the
-// release's add then its look at `waiting_`. In the single total order one of the two looks comes
-// second and sees the other's write, so either the waiter finds the permit or the release finds the
-// waiter (no lost wake-up).
+// growing pauses, for one; a task, a coroutine and a pumping host thread do not spin) counts itself
+// in `waiting_`, looks at `released_` once more, and, finding nothing, waits on `waiting_.queue`, a
+// SemaphoreCore that holds no permits of its own. A release that sees `waiting_` non-zero takes up
+// to n permits (no more than the waiters it saw) from the counters on the waiters' behalf and
+// releases them into `waiting_.queue` ("parks" them), whose FIFO hands each to its oldest waiter.
+// Both sides' order is seq_cst, write then read: the waiter's increment then its look at
+// `released_`, the release's add then its look at `waiting_`. In the single total order one of the
+// two looks comes second and sees the other's write, so either the waiter finds the permit or the
+// release finds the waiter (no lost wake-up).
 //
 // A parked permit stays counted as taken: it is never lost, only parked. TryAcquire takes a
 // parked one when the counters are empty, so a grant whose waiter found a permit itself, or timed
