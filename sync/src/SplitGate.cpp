@@ -6,20 +6,6 @@
 
 namespace TC::Synchronization::detail
 {
-AcquireResult SplitGate::Acquire()
-{
-    if (TryAcquire() || SpinForPermit())
-        return AcquireResult::Acquired;
-    AcquireResult result;
-    {
-        WaitingScope counted(*this);
-        result = TryTakeCounted() ? AcquireResult::Acquired : waiting_.queue.Acquire();
-    }
-    if (result == AcquireResult::Closed && TryAcquire())
-        result = AcquireResult::Acquired; // released concurrently with the Close
-    return result;
-}
-
 AcquireResult SplitGate::Acquire(Duration timeout)
 {
     if (TryAcquire() || SpinForPermit())
@@ -29,8 +15,10 @@ AcquireResult SplitGate::Acquire(Duration timeout)
         WaitingScope counted(*this);
         result = TryTakeCounted() ? AcquireResult::Acquired : waiting_.queue.Acquire(timeout);
     }
+    // Closed, or TimedOut: a permit may have come as the wait ended (with the Close, or just
+    // after the deadline).
     if (result != AcquireResult::Acquired && TryAcquire())
-        result = AcquireResult::Acquired; // released as the wait ended
+        result = AcquireResult::Acquired;
     return result;
 }
 
@@ -53,9 +41,8 @@ bool SplitGate::SpinForPermit() noexcept
     return false;
 }
 
-void SplitGate::Grant(std::int64_t n) noexcept
+void SplitGate::Grant(std::int64_t n, std::uint64_t waiters) noexcept
 {
-    std::uint64_t waiters = waiting_.value.load(std::memory_order_relaxed);
     for (; n > 0 && waiters > 0; --n, --waiters)
     {
         if (!TryTakeCounted())

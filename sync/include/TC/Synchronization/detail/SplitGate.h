@@ -74,7 +74,7 @@ public:
     }
 
     // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
-    AcquireResult Acquire();
+    AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
     // As Acquire, or TimedOut after `timeout`.
     AcquireResult Acquire(Duration timeout);
 
@@ -85,8 +85,9 @@ public:
         // seq_cst, then seq_cst load: the release's half of the waiting handshake (above). The
         // add also releases what the caller wrote before it to whoever takes the permit.
         released_.value.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_seq_cst);
-        if (waiting_.value.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-            Grant(n);
+        const std::uint64_t waiters = waiting_.value.load(std::memory_order_seq_cst);
+        if (waiters != 0) [[unlikely]]
+            Grant(n, waiters);
     }
 
     // Waiters resume with Closed; acquires that find no permit return Closed. Idempotent.
@@ -193,8 +194,9 @@ private:
         if (!waiting_.queue.TryAcquire())
             return false;
         // seq_cst: ordered after the take, so a waiter the parking release saw is seen too.
-        if (waiting_.value.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-            Grant(1);
+        const std::uint64_t waiters = waiting_.value.load(std::memory_order_seq_cst);
+        if (waiters != 0) [[unlikely]]
+            Grant(1, waiters);
         return true;
     }
 
@@ -212,9 +214,9 @@ private:
         WaitingScope& operator=(const WaitingScope&) = delete;
     };
 
-    // Release's way when waiters are counted: parks up to n permits (no more than the waiters
-    // seen) in waiting_.queue, taking each from the counters first.
-    void Grant(std::int64_t n) noexcept;
+    // Release's way when `waiters` are counted: parks up to n permits (no more than `waiters`)
+    // in waiting_.queue, taking each from the counters first.
+    void Grant(std::int64_t n, std::uint64_t waiters) noexcept;
 
     struct alignas(64) Released
     {
