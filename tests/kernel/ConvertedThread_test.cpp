@@ -101,26 +101,32 @@ TEST_CASE("GetCurrentTask names a converted thread, stably, and differs per thre
 
 TEST_CASE("WaitRunsOtherWork: in a task and on a host thread, not on a plain thread")
 {
-    std::thread plain([] { CHECK_FALSE(WaitRunsOtherWork()); });
+    // Each thread records what it saw; the assertions run here (Catch2's are not thread-safe).
+    bool onPlainThread = true;
+    std::thread plain([&] { onPlainThread = WaitRunsOtherWork(); });
     plain.join();
+    CHECK_FALSE(onPlainThread);
     Scheduler workers(1);
     bool inTask = false;
     workers.Start([&] { inTask = WaitRunsOtherWork(); }).Join();
     CHECK(inTask);
+    bool beforePumping = true, inPumpedTask = false, whileHosting = false, afterHost = true;
     std::thread hosting(
-        []
+        [&]
         {
             std::optional<Scheduler> host(std::in_place, 0u);
-            CHECK_FALSE(WaitRunsOtherWork()); // not pumped yet
-            bool inPumpedTask = false;
+            beforePumping = WaitRunsOtherWork();
             host->Start([&] { inPumpedTask = WaitRunsOtherWork(); }).Detach();
             (void)host->RunPending(); // this thread hosts it from now on
-            CHECK(inPumpedTask);
-            CHECK(WaitRunsOtherWork()); // its waits pump the host
+            whileHosting = WaitRunsOtherWork(); // its waits pump the host
             host.reset();
-            CHECK_FALSE(WaitRunsOtherWork()); // the host is gone
+            afterHost = WaitRunsOtherWork(); // the host is gone
         });
     hosting.join();
+    CHECK_FALSE(beforePumping);
+    CHECK(inPumpedTask);
+    CHECK(whileHosting);
+    CHECK_FALSE(afterHost);
 }
 
 TEST_CASE("Many threads ping-pong with tasks through mailboxes")
