@@ -8,6 +8,7 @@
 #include <TC/Synchronization.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <vector>
@@ -62,8 +63,10 @@ int main()
     TC_PRINT_SIZE(TC::AsyncQueue<int>);
     // [/guide:sizes]
     Check(sizeof(TC::SuspendedTask) == sizeof(void*), "a SuspendedTask is one pointer");
-    Check(sizeof(Sync::AutoResetEvent_s) <= 2 * sizeof(void*),
-          "an _s event is one atomic word (plus its callback's vtable pointer)");
+    Check(sizeof(Sync::ManualResetEvent_s) <= 2 * sizeof(void*),
+          "ManualResetEvent_s is one atomic word (plus its callback's vtable pointer)");
+    Check(sizeof(Sync::AutoResetEvent_s) <= sizeof(void*) + 2 * sizeof(std::uint64_t),
+          "AutoResetEvent_s is its setters' word and its waiter's (plus the vtable pointer)");
 
     std::printf("stack size classes: Small %zu KiB, Medium %zu KiB (default), Large %zu KiB\n",
                 TC::StackSize::Small / 1024, TC::StackSize::Medium / 1024,

@@ -154,6 +154,62 @@ TEST_CASE("_s events: set before the wait passes at once; auto-reset clears", "[
     CHECK_FALSE(manualEvent.TryWait());
 }
 
+TEST_CASE("AutoResetEvent_s: Reset clears a pending signal, and a Set after it counts again",
+          "[event][single]")
+{
+    AutoResetEvent_s event(true);
+    CHECK(event.IsSet());
+    event.Reset();
+    CHECK_FALSE(event.IsSet());
+    CHECK_FALSE(event.TryWait());
+    event.Reset(); // on a clear event: nothing
+    event.Set();
+    CHECK(event.IsSet());
+    CHECK(event.TryWait());
+    CHECK_FALSE(event.TryWait());
+
+    // Sets coalesce, and one Reset clears them all.
+    event.Set();
+    event.Set();
+    event.Reset();
+    CHECK_FALSE(event.TryWait());
+
+    // A Reset from another thread, between two Sets and the pass.
+    event.Set();
+    std::thread([&] { event.Reset(); }).join();
+    CHECK_FALSE(event.TryWait());
+    std::thread([&] { event.Set(); }).join();
+    CHECK(event.TryWait());
+}
+
+TEST_CASE("AutoResetEvent_s: a Set that resumes the waiter leaves the event clear; Reset does "
+          "not wake a suspended waiter",
+          "[event][single]")
+{
+    for (WaiterKind kind : kAllKinds)
+    {
+        INFO("waiter: " << Name(kind));
+        AutoResetEvent_s event;
+        Waiters w;
+        w.Start(
+            kind, [&] { event.Wait(); }, [&] { return event.WaitAsync(); });
+        CHECK(Eventually([&] { return event.IsSuspended(); }));
+        event.Reset(); // the waiter stays suspended
+        std::this_thread::sleep_for(10ms);
+        CHECK(w.Finished() == 0);
+        CHECK(event.IsSuspended());
+        event.Set(); // claims the waiter: the signal goes to it, none is left over
+        CHECK(w.WaitFinished(1));
+        w.JoinAll();
+        CHECK_FALSE(event.IsSuspended());
+        CHECK_FALSE(event.IsSet());
+        CHECK_FALSE(event.TryWait());
+        event.Set(); // and the next Set is kept for the next wait
+        CHECK(event.IsSet());
+        CHECK(event.TryWait());
+    }
+}
+
 TEST_CASE("_s events time out from every kind of waiter, and a Set after that is kept",
           "[event][single][timeout]")
 {

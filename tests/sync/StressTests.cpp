@@ -299,6 +299,137 @@ TEST_CASE("Stress: a Set that coalesces with a pending signal reaches the waiter
     CHECK(CoalescedSetsLost<AutoResetEvent>(rounds) == 0);
 }
 
+namespace
+{
+// One AutoResetEvent_s, its waiter of `kind` making timed waits of 0-63 us that race the Sets'
+// claims. Phase one: a setter and a resetter thread race the waiter; it may never pass more
+// often than Set was called. Phase two, no Resets: one Set per round, made once the waiter
+// announced the round; a wait that starts after that round's Set returned must pass (the Set
+// was either counted or claimed a waiter that timed out first -- then it is counted), and no
+// signal is left once every round passed.
+void SpinFor(std::chrono::microseconds span)
+{
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until)
+        TC::detail::CpuRelax();
+}
+
+struct ResetRaceResult
+{
+    std::int64_t sets = 0, passes = 0, lost = 0, timeouts = 0;
+    bool leftOver = false, suspended = false;
+};
+
+ResetRaceResult RaceSetsResetsAndTimeouts(WaiterKind kind, std::int64_t operations)
+{
+    AutoResetEvent_s event;
+    ResetRaceResult result;
+    std::atomic<bool> racing{true};
+    std::atomic<std::int64_t> setsMade{0};
+    std::atomic<std::int64_t> announced{0};
+    std::atomic<std::int64_t> setDone{0};
+    const auto timeout = [](std::int64_t i)
+    { return TC::Duration(std::chrono::microseconds((i * 37) % 64)); };
+
+    auto waiter = [&]
+    {
+        std::int64_t i = 0;
+        while (racing.load(std::memory_order_acquire))
+            (event.Wait(timeout(++i)) ? result.passes : result.timeouts) += 1;
+        event.Reset(); // the setters are done: drop a signal left over from phase one
+        for (std::int64_t round = 1; round <= operations; ++round)
+        {
+            announced.store(round, std::memory_order_release);
+            for (;;)
+            {
+                const bool setBefore = setDone.load(std::memory_order_acquire) == round;
+                if (event.Wait(timeout(++i)))
+                {
+                    ++result.passes;
+                    // The round ends when its Set returned, so that the next one's starts after.
+                    while (setDone.load(std::memory_order_acquire) < round)
+                        TC::detail::CpuRelax();
+                    break;
+                }
+                ++result.timeouts;
+                if (setBefore)
+                {
+                    ++result.lost;
+                    break;
+                }
+            }
+        }
+    };
+    std::thread setter(
+        [&]
+        {
+            for (std::int64_t i = 0; i < operations; ++i)
+            {
+                SpinFor(std::chrono::microseconds(i % 8));
+                event.Set();
+                setsMade.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    std::thread resetter(
+        [&]
+        {
+            while (setsMade.load(std::memory_order_relaxed) < operations)
+                event.Reset();
+        });
+    std::thread phaseTwo(
+        [&]
+        {
+            setter.join();
+            resetter.join();
+            racing.store(false, std::memory_order_release);
+            for (std::int64_t round = 1; round <= operations; ++round)
+            {
+                while (announced.load(std::memory_order_acquire) < round)
+                    TC::detail::CpuRelax();
+                SpinFor(std::chrono::microseconds((round * 13) % 48)); // against the timer
+                event.Set();
+                setDone.store(round, std::memory_order_release);
+            }
+        });
+    if (kind == WaiterKind::Task)
+    {
+        TC::Scheduler scheduler(1u);
+        scheduler.Start(waiter).Join();
+    }
+    else
+    {
+        std::thread(waiter).join();
+    }
+    phaseTwo.join();
+    result.sets = 2 * operations;
+    // One Set and one pass per round of phase two: nothing may be left over (a pass the Sets did
+    // not make shows up here, or in passes > sets). The waiter's thread is joined: ours now.
+    result.leftOver = event.TryWait();
+    result.suspended = event.IsSuspended();
+    return result;
+}
+} // namespace
+
+TEST_CASE("Stress: AutoResetEvent_s under racing Sets, Resets and timed waits passes no more "
+          "often than it was set and loses no Set",
+          "[stress][event][timeout]")
+{
+    TC::EnableTimers();
+    const std::int64_t operations = Scaled(200000);
+    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    {
+        INFO("waiter: " << Name(kind));
+        const ResetRaceResult result = RaceSetsResetsAndTimeouts(kind, operations);
+        INFO("passes " << result.passes << ", timeouts " << result.timeouts);
+        CHECK(result.passes <= result.sets);
+        CHECK(result.passes >= operations); // every round of phase two passed once
+        CHECK(result.lost == 0);
+        CHECK_FALSE(result.leftOver);
+        CHECK_FALSE(result.suspended);
+        CHECK(result.timeouts > 0); // the timer raced the Sets at least sometimes
+    }
+}
+
 TEST_CASE("Stress: ManualResetEvent_s and Latch created, waited and destroyed per round",
           "[stress][lifetime]")
 {

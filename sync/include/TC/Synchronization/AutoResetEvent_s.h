@@ -1,51 +1,222 @@
 #pragma once
 // AutoResetEvent_s: a signal that lets one waiter pass per Set, for exactly one waiter at a time.
 
-#include <TC/Synchronization/detail/OneWordEvent.h>
+#include <TC/Checked.h>
+#include <TC/Duration.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendedTask.h>
+#include <TC/Synchronization/SuspendableBase.h>
+#include <TC/Synchronization/detail/EventAwaiters.h>
+#include <TC/Synchronization/detail/WaiterWord.h>
+
+#include <atomic>
+#include <cstdint>
 
 namespace TC::Synchronization
 {
 // Set resumes the waiter, or leaves the event signaled for the next Wait, which clears it.
 // Sets do not accumulate.
 // At most one waiter at a time (task, converted thread or coroutine; checked mode fails a
-// second); Set may be called from any thread and any number of times.
+// second); Set and Reset may be called from any thread and any number of times. Calling TryWait
+// or Wait from two threads at once breaks the one-waiter rule; use AutoResetEvent for several
+// waiters.
 //
-// State and waiter share one atomic word, so publishing the waiter and checking the state is
-// one compare-exchange, and neither Set nor the waiter touches the object after the RMW that
-// hands the waiter over. Destruction: by the waiter as soon as its Wait returned (the usual
-// "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
-// Set is running. Cost: a Set+Wait pair that does not suspend is two RMWs, Set's and the
-// waiter's consume; a waiter that finds no signal skips the consume (a load says so) and
-// publishes itself with one. Every Set is an RMW, also on a set event, and so is every consume:
-// the waiter that passes reads the last Set's write and sees what each Set it coalesces wrote
-// before it (a Set that only looked at a set event, or a consume that only loaded and stored,
-// let a waiter pass with an older Set's data and then wait on an unset event -- a lost wake-up).
-// Calling TryWait or Wait from two threads at once breaks the one-waiter rule; use
-// AutoResetEvent for several waiters.
-class AutoResetEvent_s : public detail::OneWordEvent<true>
+// Set counts instead of storing a flag (guides/single-waiter.md#how-autoresetevent_s-counts):
+// the setters' word holds how many Sets found no waiter, a reset flag and a waiter flag, and the
+// waiter keeps, in a word only it writes, the count it last consumed. The event is set while the
+// count is past that and no Reset came after the last Set. So a Wait that passes is a load and a
+// plain store, with no RMW, and a Set is one RMW: a Set+Wait pair that does not suspend costs one
+// locked instruction. A waiter that finds no signal publishes itself with one RMW, and a Set
+// that finds it published claims it with its own, leaving the count alone.
+//
+// Destruction: by the waiter as soon as its Wait returned (the usual "signal me, then I free the
+// event" pattern), or by anyone once no waiter is suspended and no Set is running. Neither a Set
+// that counts nor a waiter that passes touches the object after its one access of the setters'
+// word; a Set that claims the waiter touches the object only until it resumes it.
+class AutoResetEvent_s : private ISuspendCallback
 {
 public:
-    explicit AutoResetEvent_s(bool initiallySet = false) noexcept : OneWordEvent(initiallySet) {}
+    explicit AutoResetEvent_s(bool initiallySet = false) noexcept
+        : word_(initiallySet ? kOneSet : 0), consumed_(ConsumedTag(0))
+    {
+    }
+    AutoResetEvent_s(const AutoResetEvent_s&) = delete;
+    AutoResetEvent_s& operator=(const AutoResetEvent_s&) = delete;
 
-    // Set(): described above. Any thread, also a callback; never blocks.
-    using OneWordEvent::Set;
-    // Reset(): clears the event if set; a suspended waiter stays suspended.
-    using OneWordEvent::IsSet;
-    using OneWordEvent::IsSuspended;
-    using OneWordEvent::Reset;
-    // TryWait(): passes if set, clearing it without suspending; true if it passed.
-    using OneWordEvent::TryWait;
+    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
+    // through a base pointer.
+    virtual ~AutoResetEvent_s()
+    {
+#if TC_CHECKED
+        // acquire, as IsSuspended: the destroying thread synchronizes with the last Set.
+        if (word_.load(std::memory_order_acquire) & kWaiter) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(SuspendedWaiter());
+#endif
+    }
 
-    // Wait(): returns at once if set; otherwise suspends until Set. From a task or a converted
-    // thread. Wait(timeout): the same, but returns false if no Set came within the timeout
-    // (unlimited without EnableTimers); true when it passed.
-    using OneWordEvent::Wait;
+    // Resumes the suspended waiter, or lets the next Wait pass. Any thread, also a callback;
+    // never blocks.
+    void Set() noexcept
+    {
+        std::uint64_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        std::uint64_t desired;
+        do
+        {
+            // A published waiter is claimed and the count left alone (the waiter consumed up to
+            // it when it published itself); otherwise one more Set is counted. Either way the
+            // Set supersedes any Reset before it.
+            desired = (word & kWaiter) ? word & ~(kWaiter | kReset) : (word & ~kReset) + kOneSet;
+            // acq_rel: release publishes our caller's writes to the waiter that reads this count
+            // (the waiter's pass is a load, so the Set must write even on a set event, or the
+            // waiter could pass on an older Set's count without seeing what this caller wrote);
+            // acquire reads the waiter's entry, stored before its publishing CAS.
+        } while (!word_.compare_exchange_weak(word, desired, std::memory_order_acq_rel,
+                                              std::memory_order_relaxed));
+        if (word & kWaiter)
+        {
+            // Claimed: the waiter stays suspended until the ResumeTask below, so the object is
+            // still ours to write. Its consumed count is the one it published with.
+            const SuspendedTask waiter = SuspendedWaiter();
+            consumed_.store(ConsumedTag(word), std::memory_order_relaxed);
+            ResumeTask(waiter);
+        }
+    }
+
+    // Clears the event if set; a suspended waiter stays suspended. Any thread.
+    void Reset() noexcept
+    {
+        // relaxed: a Reset publishes nothing; the next Set's RMW on this word comes after it.
+        word_.fetch_or(kReset, std::memory_order_relaxed);
+    }
+
+    // Snapshots: true if the event was set / a waiter was suspended at the moment of the loads.
+    bool IsSet() const noexcept
+    {
+        const std::uint64_t word = word_.load(std::memory_order_acquire);
+        // An even consumed_ is a waiter's entry, stored just before it publishes: not set.
+        const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+        return IsPending(word, consumed) && (consumed & 1);
+    }
+    bool IsSuspended() const noexcept
+    {
+        return (word_.load(std::memory_order_acquire) & kWaiter) != 0;
+    }
+
+    // Passes if set, clearing it, without suspending; true if it passed. The waiter only.
+    bool TryWait() noexcept
+    {
+        // acquire: the Set that wrote this count released its caller's writes, and every write
+        // of the word is an RMW, so each earlier Set's release reaches us through it too.
+        const std::uint64_t word = word_.load(std::memory_order_acquire);
+        TC_CHECK(!(word & kWaiter), "one waiter at a time on a _s event",
+                 "a second waiter on an AutoResetEvent_s while one is suspended");
+        if (!IsPending(word, consumed_.load(std::memory_order_relaxed)))
+            return false;
+        consumed_.store(ConsumedTag(word), std::memory_order_relaxed);
+        return true;
+    }
+
+    // Returns at once if set; otherwise suspends until Set. From a task or a converted thread.
+    void Wait()
+    {
+        if (!TryWait())
+            SuspendTask(this);
+    }
+
+    // The same, but returns false if no Set came within the timeout (unlimited without
+    // EnableTimers); true when it passed.
+    bool Wait(Duration timeout)
+    {
+        return TryWait() || SuspendTaskFor(this, timeout);
+    }
 
     // co_await ev, co_await ev.WaitAsync(), co_await ev.WaitAsync(timeout) (yields false on
     // timeout): the coroutine forms; the coroutine continues on the executor that was current
     // when it suspended.
-    WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
-    WaitForAwaiter WaitAsync(Duration timeout) noexcept { return WaitForAwaiter(*this, timeout); }
-    WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this); }
+    using WaitAwaiter = detail::EventWaitAwaiter<AutoResetEvent_s>;
+    using WaitForAwaiter = detail::EventWaitForAwaiter<AutoResetEvent_s>;
+    WaitAwaiter WaitAsync() noexcept
+    {
+        return WaitAwaiter(*this, *this);
+    }
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept
+    {
+        return WaitForAwaiter(*this, *this, timeout);
+    }
+    WaitAwaiter operator co_await() noexcept
+    {
+        return WaitAwaiter(*this, *this);
+    }
+
+private:
+    // word_: bit 0 a published waiter, bit 1 a Reset since the last Set, bits 2-63 the count of
+    // Sets that found no waiter (2^62 of them: 146 years at one per nanosecond).
+    static constexpr std::uint64_t kWaiter = 1;
+    static constexpr std::uint64_t kReset = 2;
+    static constexpr std::uint64_t kOneSet = 4;
+
+    // consumed_ holds a count as 2 * count + 1, so that it is never an entry's (even) address.
+    static constexpr std::uint64_t ConsumedTag(std::uint64_t word) noexcept
+    {
+        return (word >> 1) | 1;
+    }
+    static bool IsPending(std::uint64_t word, std::uint64_t consumed) noexcept
+    {
+        return !(word & (kWaiter | kReset)) && ConsumedTag(word) != consumed;
+    }
+    SuspendedTask SuspendedWaiter() const noexcept
+    {
+        return SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(
+            static_cast<std::uintptr_t>(consumed_.load(std::memory_order_relaxed))));
+    }
+
+    void OnSuspended(SuspendedTask task) noexcept override
+    {
+        // Ours while no waiter is published: the waiter's last consume.
+        const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+        // acquire: a Set's count we pass on carries its caller's writes (as in TryWait).
+        std::uint64_t word = word_.load(std::memory_order_acquire);
+        for (;;)
+        {
+            if (IsPending(word, consumed))
+            {
+                consumed_.store(ConsumedTag(word), std::memory_order_relaxed);
+                ResumeTask(task); // never published: ours to resume
+                return;
+            }
+            TC_CHECK(!(word & kWaiter), "one waiter at a time on a _s event",
+                     "a second waiter suspended on an AutoResetEvent_s");
+            // The entry goes where the consumed count was: a Set that claims us puts the count
+            // back (it equals the word's, which no Set moves while we are published).
+            consumed_.store(detail::WordOf(task), std::memory_order_relaxed);
+            // release: publishes the entry; acquire on failure: a Set's count, as above.
+            if (word_.compare_exchange_weak(word, word | kWaiter, std::memory_order_release,
+                                            std::memory_order_acquire))
+                return; // the last access: from here on a Set or the timeout owns the waiter
+        }
+    }
+
+    bool OnTimeout(SuspendedTask) noexcept override
+    {
+        std::uint64_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        while (word & kWaiter)
+        {
+            // acq_rel: claims the waiter against a Set doing the same.
+            if (word_.compare_exchange_weak(word, word & ~kWaiter, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed))
+            {
+                consumed_.store(ConsumedTag(word), std::memory_order_relaxed);
+                return true; // the kernel resumes the waiter: it timed out
+            }
+        }
+        return false; // a Set claimed it and resumes it
+    }
+
+    std::atomic<std::uint64_t> word_;
+    // Written by the waiter, and by whoever claimed it while it was published.
+    std::atomic<std::uint64_t> consumed_;
+
+    static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 };
 } // namespace TC::Synchronization

@@ -20,7 +20,7 @@ namespace TC::Synchronization
 // has one). Cost: a Set+Wait pair that does not suspend is one RMW (Set's exchange; Wait is a
 // load); one that suspends adds one for publishing. No limit on the number of waiters: the
 // chain runs through their SuspendedTaskEntry links, nothing is allocated.
-class ManualResetEvent : public detail::OneWordEvent<false, true>
+class ManualResetEvent : public detail::OneWordEvent<true>
 {
 public:
     explicit ManualResetEvent(bool initiallySet = false) noexcept : OneWordEvent(initiallySet) {}

@@ -16,7 +16,7 @@ namespace TC::Synchronization
 // "signal me, then I free the event" pattern), or by anyone once no waiter is suspended and no
 // Set is running. Cost: a Set+Wait pair that does not suspend is one RMW (Set's exchange; Wait
 // is a load); one that suspends adds one for publishing.
-class ManualResetEvent_s : public detail::OneWordEvent<false>
+class ManualResetEvent_s : public detail::OneWordEvent<>
 {
 public:
     explicit ManualResetEvent_s(bool initiallySet = false) noexcept : OneWordEvent(initiallySet) {}

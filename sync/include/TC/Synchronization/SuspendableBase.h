@@ -62,8 +62,8 @@ class SuspendableBase;
 // wait while the re-check still runs on the thread it left. The publication is therefore
 // counted (one RMW before it, a release decrement after the re-check, its last access), and
 // Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
-// Callback() calls WaitOutPublishers() in await_resume. The one-word events
-// (AutoResetEvent_s, ManualResetEvent_s) avoid the two RMWs by keeping state and waiter in one
+// Callback() calls WaitOutPublishers() in await_resume. The _s events (AutoResetEvent_s,
+// ManualResetEvent_s) avoid the two RMWs by keeping the setters' state and the waiter in one
 // word.
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback

@@ -1,18 +1,17 @@
 #pragma once
-// OneWordEvent: the shared core of AutoResetEvent_s, ManualResetEvent_s and ManualResetEvent --
-// state and waiters in one atomic word, so one compare-exchange publishes and checks at once.
+// OneWordEvent: the shared core of ManualResetEvent_s and ManualResetEvent -- state and waiters
+// in one atomic word, so one compare-exchange publishes and checks at once.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/Suspend.h>
-#include <TC/SuspendAsync.h>
 #include <TC/SuspendedTask.h>
 #include <TC/Synchronization/SuspendableBase.h>
+#include <TC/Synchronization/detail/EventAwaiters.h>
 #include <TC/Synchronization/detail/WaiterWord.h>
 
 #include <atomic>
-#include <coroutine>
 #include <cstdint>
 
 namespace TC::Synchronization::detail
@@ -30,58 +29,34 @@ namespace TC::Synchronization::detail
 //
 // ManyWaiters (ManualResetEvent) has no timed wait: a timed-out waiter would have to unlink
 // itself from the middle of the chain.
-template <bool AutoReset, bool ManyWaiters = false>
+template <bool ManyWaiters = false>
 class OneWordEvent : private ISuspendCallback
 {
-    static_assert(!(AutoReset && ManyWaiters),
-                  "an auto-reset event with many waiters is AutoResetEvent");
-
 public:
     OneWordEvent(const OneWordEvent&) = delete;
     OneWordEvent& operator=(const OneWordEvent&) = delete;
 
     void Set() noexcept
     {
-        if constexpr (AutoReset)
+        // acq_rel: an exchange both opens the event and claims the waiters; release publishes
+        // our caller's writes to every waiter that passes, acquire reads the waiters'
+        // publications. Its acquire also covers the older waiters' links: each publication is
+        // an RMW, so the publications form one release sequence that this exchange reads the
+        // end of.
+        const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
+        if (word == kUnset || word == kSet)
+            return;
+        SuspendedTaskEntry* entry = EntryOf(word);
+        if constexpr (ManyWaiters)
         {
-            std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
-            for (;;)
+            // Newest first. The link is ours until ResumeTask: read it before.
+            while (SuspendedTaskEntry* const older = entry->next)
             {
-                // A Set that finds the event set still writes kSet over it, through the CAS:
-                // the waiter that consumes the signal reads this write (its consume is an RMW
-                // too), so it sees what our caller wrote before Set. Returning on the load
-                // alone lost that: the waiter could consume the earlier Set's signal, read the
-                // data as it was then, and wait again on an unset event (store buffering: our
-                // load and the waiter's load both read the old values).
-                const std::uintptr_t desired = word == kUnset || word == kSet ? kSet : kUnset;
-                // acq_rel: acquire the waiter's publication, release our state to the waiter.
-                if (word_.compare_exchange_weak(word, desired, std::memory_order_acq_rel,
-                                                std::memory_order_relaxed))
-                    break;
+                ResumeTask(SuspendedTask(entry));
+                entry = older;
             }
-            if (word != kUnset && word != kSet)
-                ResumeTask(WaiterOf(word));
         }
-        else
-        {
-            // acq_rel: as above; an exchange both opens the event and claims the waiters. Its
-            // acquire also covers the older waiters' links: each publication is an RMW, so the
-            // publications form one release sequence that this exchange reads the end of.
-            const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
-            if (word == kUnset || word == kSet)
-                return;
-            SuspendedTaskEntry* entry = EntryOf(word);
-            if constexpr (ManyWaiters)
-            {
-                // Newest first. The link is ours until ResumeTask: read it before.
-                while (SuspendedTaskEntry* const older = entry->next)
-                {
-                    ResumeTask(SuspendedTask(entry));
-                    entry = older;
-                }
-            }
-            ResumeTask(SuspendedTask(entry));
-        }
+        ResumeTask(SuspendedTask(entry));
     }
 
     // Closes the event if it is set; a suspended waiter stays suspended.
@@ -100,27 +75,8 @@ public:
         return word != kSet && word != kUnset;
     }
 
-    // Passes if set (clearing it for the auto-reset kind). Never suspends.
-    bool TryWait() noexcept
-    {
-        if constexpr (AutoReset)
-        {
-            // The consume is an RMW, so it reads the last Set's write (a Set on a set event
-            // writes kSet again) and sees what every Set it coalesces wrote before it. A load
-            // then a plain store read an older Set's write and lost the newer one's data.
-            // acquire: what the setters wrote before Set is visible to the waiter that passes.
-            // The load first: a waiter that finds no signal goes on to publish itself with an
-            // RMW that re-reads the word, so a stale "unset" here costs nothing but that.
-            std::uintptr_t expected = kSet;
-            return word_.load(std::memory_order_relaxed) == kSet &&
-                   word_.compare_exchange_strong(expected, kUnset, std::memory_order_acquire,
-                                                 std::memory_order_relaxed);
-        }
-        else
-        {
-            return word_.load(std::memory_order_acquire) == kSet;
-        }
-    }
+    // Passes if set. Never suspends.
+    bool TryWait() noexcept { return word_.load(std::memory_order_acquire) == kSet; }
 
     void Wait()
     {
@@ -133,51 +89,14 @@ public:
         return TryWait() || SuspendTaskFor(this, timeout);
     }
 
-    class [[nodiscard("co_await it")]] WaitAwaiter
-    {
-    public:
-        explicit WaitAwaiter(OneWordEvent & owner) noexcept : owner_(owner), inner_(&owner) {}
-        bool await_ready() noexcept
-        {
-            return owner_.TryWait();
-        }
-        template <class Promise>
-        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
-        {
-            return inner_.await_suspend(handle);
-        }
-        void await_resume() const noexcept {}
-
-    private:
-        OneWordEvent& owner_;
-        SuspendAwaiter inner_;
+    class [[nodiscard("co_await it")]] WaitAwaiter : public EventWaitAwaiter<OneWordEvent>{
+        public : explicit WaitAwaiter(OneWordEvent & owner) noexcept :
+            EventWaitAwaiter<OneWordEvent>(owner, owner){}
     };
 
-    class [[nodiscard("co_await it")]] WaitForAwaiter
-    {
-    public:
-        WaitForAwaiter(OneWordEvent & owner, Duration timeout) noexcept
-            : owner_(owner), inner_(&owner, timeout)
-        {
-        }
-        bool await_ready() noexcept
-        {
-            return ready_ = owner_.TryWait();
-        }
-        template <class Promise>
-        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
-        {
-            return inner_.await_suspend(handle);
-        }
-        bool await_resume() noexcept
-        {
-            return ready_ || inner_.await_resume();
-        }
-
-    private:
-        OneWordEvent& owner_;
-        SuspendForAwaiter inner_;
-        bool ready_ = false;
+    class [[nodiscard("co_await it")]] WaitForAwaiter : public EventWaitForAwaiter<OneWordEvent>{
+        public : WaitForAwaiter(OneWordEvent & owner, Duration timeout) noexcept :
+            EventWaitForAwaiter<OneWordEvent>(owner, owner, timeout){}
     };
 
 protected:
@@ -206,13 +125,6 @@ private:
         {
             if (word == kSet)
             {
-                if constexpr (AutoReset)
-                {
-                    // acquire: we pass, so we see what the setter published.
-                    if (!word_.compare_exchange_weak(word, kUnset, std::memory_order_acquire,
-                                                     std::memory_order_relaxed))
-                        continue;
-                }
                 ResumeTask(task); // never published: ours to resume
                 return;
             }
@@ -220,7 +132,7 @@ private:
                 task.Entry()->next = word == kUnset ? nullptr : EntryOf(word);
             else
                 TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
-                         "a second waiter suspended on an AutoResetEvent_s/ManualResetEvent_s");
+                         "a second waiter suspended on a ManualResetEvent_s");
             // release: publishes the waiter (and its link); acquire on failure to re-read.
             if (word_.compare_exchange_weak(word, self, std::memory_order_acq_rel,
                                             std::memory_order_acquire))
