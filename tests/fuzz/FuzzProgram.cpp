@@ -4,11 +4,13 @@
 //   the rest: driver steps, [op] [arg] each, run on the host between pumps.
 // Kinds: task on the host-pumped scheduler, task on a 2-worker scheduler, converted thread,
 // coroutine (resumed on the host scheduler). Single-waiter primitives (Mailbox taker,
-// ManualResetEvent_s waiter) belong to actor 0 alone, as their contracts require.
+// ManualResetEvent_s and AutoResetEvent_s waiter) belong to actor 0 alone, as their contracts
+// require; op 14's arg bit 1 picks the auto-reset one (and, for a signaller, bit 2 a Reset).
 // After the driver's steps it releases everything (sets, counts down, releases, closes) until
 // every actor has finished; a wait that never returns is a lost wake-up and fails the run.
 // Invariants: every actor finished; permits, channel values, mailbox values and latch counts add
-// up; no task is left live and no coroutine frame is left.
+// up; AutoResetEvent_s let no more waits pass than it was set; no task is left live and no
+// coroutine frame is left.
 
 #include "FuzzProgram.h"
 
@@ -84,6 +86,7 @@ struct Disposable
     bool latch;
     ManualResetEvent_s* event;
     Latch* countdown;
+    AutoResetEvent_s* autoEvent = nullptr; // instead of `event` when set
 };
 
 struct World
@@ -91,6 +94,7 @@ struct World
     ManualResetEvent manual;
     AutoResetEvent autoReset;
     ManualResetEvent_s single; // waited on by actor 0 only
+    AutoResetEvent_s singleAuto; // waited on by actor 0 only
     Latch latch{kLatchCount};
     std::atomic<int> latchLeft{kLatchCount};
     Semaphore semaphore{kSemaphoreInitial};
@@ -102,6 +106,7 @@ struct World
     std::atomic<std::int64_t> released{0}, acquired{0};
     std::atomic<std::int64_t> sentCount{0}, sentSum{0}, receivedCount{0}, receivedSum{0};
     std::atomic<std::int64_t> puts{0}, replaced{0}, takes{0};
+    std::atomic<std::int64_t> autoSets{0}, autoPasses{0};
     std::atomic<std::uint64_t> operations{0}, waits{0}, timeouts{0};
     std::atomic<std::int64_t> nextValue{1};
     std::atomic<int> finished{0};
@@ -128,6 +133,8 @@ struct World
         {
             if (d.latch)
                 d.countdown->CountDown();
+            else if (d.autoEvent)
+                d.autoEvent->Set();
             else
                 d.event->Set();
         }
@@ -147,6 +154,22 @@ Duration TimeoutOf(std::uint8_t arg) noexcept
     default:
         return microseconds(2000);
     }
+}
+
+void SetSingleAuto(World& w) noexcept
+{
+    w.autoSets.fetch_add(1); // before the Set: a pass may follow at once
+    w.singleAuto.Set();
+}
+
+// A wait on actor 0's AutoResetEvent_s returned; `passed` false on timeout.
+void NoteAutoWait(World& w, bool passed) noexcept
+{
+    if (passed)
+        w.autoPasses.fetch_add(1);
+    w.waits.fetch_add(1, std::memory_order_relaxed);
+    if (!passed)
+        w.timeouts.fetch_add(1, std::memory_order_relaxed);
 }
 
 void NoteWait(World& w, bool timedOut) noexcept
@@ -223,7 +246,11 @@ bool RunNonBlocking(World& w, Op op, bool mayTake)
         if (!mayTake)
         {
             // Not actor 0: the single-waiter primitives are only signalled from here.
-            if (op.code % 16 == 14)
+            if (op.code % 16 == 14 && (op.arg & 6) == 6)
+                w.singleAuto.Reset();
+            else if (op.code % 16 == 14 && (op.arg & 2))
+                SetSingleAuto(w);
+            else if (op.code % 16 == 14)
                 w.single.Set();
             else
             {
@@ -327,8 +354,18 @@ void RunBlocking(World& w, Op op, bool actor0)
             w.takes.fetch_add(1);
         }
         break;
-    case 14: // actor 0: wait on the single-waiter event
-        if (op.arg & 1)
+    case 14: // actor 0: wait on a single-waiter event
+        if (op.arg & 2)
+        {
+            if (op.arg & 1)
+                NoteAutoWait(w, w.singleAuto.Wait(TimeoutOf(op.arg)));
+            else
+            {
+                w.singleAuto.Wait();
+                NoteAutoWait(w, true);
+            }
+        }
+        else if (op.arg & 1)
             NoteWait(w, !w.single.Wait(TimeoutOf(op.arg)));
         else
         {
@@ -345,6 +382,13 @@ void RunBlocking(World& w, Op op, bool actor0)
             w.Hand({true, nullptr, latch});
             latch->Wait();
             delete latch;
+        }
+        else if (op.arg & 2)
+        {
+            auto* event = new AutoResetEvent_s;
+            w.Hand({false, nullptr, nullptr, event});
+            event->Wait();
+            delete event;
         }
         else
         {
@@ -435,7 +479,17 @@ DetachedTask RunCoroutine(World& w, Scheduler& host, std::vector<Op> ops, bool a
             }
             break;
         case 14:
-            if (op.arg & 1)
+            if (op.arg & 2)
+            {
+                if (op.arg & 1)
+                    NoteAutoWait(w, co_await w.singleAuto.WaitAsync(TimeoutOf(op.arg)));
+                else
+                {
+                    co_await w.singleAuto;
+                    NoteAutoWait(w, true);
+                }
+            }
+            else if (op.arg & 1)
                 NoteWait(w, !(co_await w.single.WaitAsync(TimeoutOf(op.arg))));
             else
             {
@@ -445,10 +499,20 @@ DetachedTask RunCoroutine(World& w, Scheduler& host, std::vector<Op> ops, bool a
             break;
         case 15:
         {
-            auto* event = new ManualResetEvent_s;
-            w.Hand({false, event, nullptr});
-            co_await event->WaitAsync();
-            delete event;
+            if (op.arg & 2)
+            {
+                auto* event = new AutoResetEvent_s;
+                w.Hand({false, nullptr, nullptr, event});
+                co_await event->WaitAsync();
+                delete event;
+            }
+            else
+            {
+                auto* event = new ManualResetEvent_s;
+                w.Hand({false, event, nullptr});
+                co_await event->WaitAsync();
+                delete event;
+            }
             NoteWait(w, false);
             break;
         }
@@ -574,7 +638,7 @@ RunStats RunFuzzProgram(const std::uint8_t* data, std::size_t size)
                 (void)RunNonBlocking(w, {11, static_cast<std::uint8_t>(op.arg | 2)}, false);
                 break;
             case 6:
-                (void)RunNonBlocking(w, {static_cast<std::uint8_t>(op.arg & 1 ? 12 : 14), 0},
+                (void)RunNonBlocking(w, {static_cast<std::uint8_t>(op.arg & 1 ? 12 : 14), op.arg},
                                      false);
                 break;
             default:
@@ -595,6 +659,7 @@ RunStats RunFuzzProgram(const std::uint8_t* data, std::size_t size)
             w.manual.Set();
             w.autoReset.Set();
             w.single.Set();
+            SetSingleAuto(w);
             if (const int left = w.latchLeft.exchange(0); left > 0)
                 w.latch.CountDown(static_cast<std::size_t>(left));
             w.released.fetch_add(1);
@@ -647,6 +712,8 @@ RunStats RunFuzzProgram(const std::uint8_t* data, std::size_t size)
         w.takes.fetch_add(1);
     if (w.puts.load() - w.replaced.load() != w.takes.load())
         Fail("mailbox values put and taken do not add up", w, actors, data, size);
+    if (w.autoPasses.load() > w.autoSets.load())
+        Fail("AutoResetEvent_s let more waits pass than it was set", w, actors, data, size);
     if (w.latch.Count() != 0 || w.latchLeft.load() != 0)
         Fail("the latch did not reach zero", w, actors, data, size);
     if (!w.pending.empty())
