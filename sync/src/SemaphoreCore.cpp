@@ -12,15 +12,6 @@ constexpr auto kAcquired = static_cast<std::uint32_t>(AcquireResult::Acquired);
 constexpr auto kClosed = static_cast<std::uint32_t>(AcquireResult::Closed);
 } // namespace
 
-AcquireResult SemaphoreCore::Acquire()
-{
-    Node node(*this);
-    if (Ready(node))
-        return AcquireResult(node.status);
-    SuspendTask(&node);
-    return AcquireResult(node.status);
-}
-
 AcquireResult SemaphoreCore::Acquire(Duration timeout)
 {
     Node node(*this);

@@ -86,8 +86,9 @@ public:
         return TryAcquire() ? AcquireResult::Acquired : AcquireResult::Closed;
     }
 
-    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
-    AcquireResult Acquire();
+    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile. (The kernel
+    // turns an infinite timeout into the untimed wait, which never answers TimedOut.)
+    AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
     // As Acquire, or TimedOut after `timeout`.
     AcquireResult Acquire(Duration timeout);
 
