@@ -64,6 +64,10 @@ bool Mutex::Node::OnTimeout(SuspendedTask) noexcept
 
 void Mutex::UnlockSlow() noexcept
 {
+    // The unlocking owner holds it, so the word reads locked or contended until we let go; free
+    // means nobody held it (unchecked: stored free again below, as a harmless no-op).
+    TC_CHECK(state_.load(std::memory_order_relaxed) != kFree, "unlock only a locked mutex",
+             "Mutex::unlock on a free mutex");
     detail::WaitNode* next = nullptr;
     {
         std::lock_guard guard(lock_);

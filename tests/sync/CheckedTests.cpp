@@ -89,6 +89,19 @@ TEST_CASE("A Latch counted below zero fails at once")
     RequireRule(result, "a Latch is counted down at most its count");
 }
 
+TEST_CASE("Unlocking a Mutex that nobody holds fails at once")
+{
+    auto result = RunInChild(
+        []
+        {
+            Mutex mutex;
+            mutex.lock();
+            mutex.unlock();
+            mutex.unlock();
+        });
+    RequireRule(result, "unlock only a locked mutex");
+}
+
 TEST_CASE("A Semaphore's count out of range fails at once")
 {
     RequireRule(RunInChild(
