@@ -41,7 +41,7 @@ public:
 
     // co_await ev, co_await ev.WaitAsync(): the coroutine form; the coroutine continues on the
     // executor that was current when it suspended.
-    WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
-    WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this); }
+    using OneWordEvent::WaitAsync;
+    using OneWordEvent::operator co_await;
 };
 } // namespace TC::Synchronization

@@ -38,8 +38,7 @@ public:
     // co_await ev, co_await ev.WaitAsync(), co_await ev.WaitAsync(timeout) (yields false on
     // timeout): the coroutine forms; the coroutine continues on the executor that was current
     // when it suspended.
-    WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
-    WaitForAwaiter WaitAsync(Duration timeout) noexcept { return WaitForAwaiter(*this, timeout); }
-    WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this); }
+    using OneWordEvent::WaitAsync;
+    using OneWordEvent::operator co_await;
 };
 } // namespace TC::Synchronization

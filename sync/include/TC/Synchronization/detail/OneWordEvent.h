@@ -89,15 +89,15 @@ public:
         return TryWait() || SuspendTaskFor(this, timeout);
     }
 
-    class [[nodiscard("co_await it")]] WaitAwaiter : public EventWaitAwaiter<OneWordEvent>{
-        public : explicit WaitAwaiter(OneWordEvent & owner) noexcept :
-            EventWaitAwaiter<OneWordEvent>(owner, owner){}
-    };
-
-    class [[nodiscard("co_await it")]] WaitForAwaiter : public EventWaitForAwaiter<OneWordEvent>{
-        public : WaitForAwaiter(OneWordEvent & owner, Duration timeout) noexcept :
-            EventWaitForAwaiter<OneWordEvent>(owner, owner, timeout){}
-    };
+    // The coroutine forms; the derived events' headers say how they wake.
+    using WaitAwaiter = EventWaitAwaiter<OneWordEvent>;
+    using WaitForAwaiter = EventWaitForAwaiter<OneWordEvent>;
+    WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this, *this); }
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept requires(!ManyWaiters)
+    {
+        return WaitForAwaiter(*this, *this, timeout);
+    }
+    WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this, *this); }
 
 protected:
     explicit OneWordEvent(bool initiallySet) noexcept : word_(initiallySet ? kSet : kUnset) {}
