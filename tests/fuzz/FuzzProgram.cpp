@@ -162,21 +162,19 @@ void SetSingleAuto(World& w) noexcept
     w.singleAuto.Set();
 }
 
-// A wait on actor 0's AutoResetEvent_s returned; `passed` false on timeout.
-void NoteAutoWait(World& w, bool passed) noexcept
-{
-    if (passed)
-        w.autoPasses.fetch_add(1);
-    w.waits.fetch_add(1, std::memory_order_relaxed);
-    if (!passed)
-        w.timeouts.fetch_add(1, std::memory_order_relaxed);
-}
-
 void NoteWait(World& w, bool timedOut) noexcept
 {
     w.waits.fetch_add(1, std::memory_order_relaxed);
     if (timedOut)
         w.timeouts.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A wait on actor 0's AutoResetEvent_s returned; `passed` false on timeout.
+void NoteAutoWait(World& w, bool passed) noexcept
+{
+    if (passed)
+        w.autoPasses.fetch_add(1);
+    NoteWait(w, !passed);
 }
 
 void NoteSent(World& w, std::int64_t value) noexcept
@@ -246,18 +244,18 @@ bool RunNonBlocking(World& w, Op op, bool mayTake)
         if (!mayTake)
         {
             // Not actor 0: the single-waiter primitives are only signalled from here.
-            if (op.code % 16 == 14 && (op.arg & 6) == 6)
-                w.singleAuto.Reset();
-            else if (op.code % 16 == 14 && (op.arg & 2))
-                SetSingleAuto(w);
-            else if (op.code % 16 == 14)
-                w.single.Set();
-            else
+            if (op.code % 16 == 13)
             {
                 w.puts.fetch_add(1);
                 if (w.box.Put(w.nextValue.fetch_add(1)))
                     w.replaced.fetch_add(1);
             }
+            else if ((op.arg & 6) == 6)
+                w.singleAuto.Reset();
+            else if (op.arg & 2)
+                SetSingleAuto(w);
+            else
+                w.single.Set();
             return true;
         }
         return false;
