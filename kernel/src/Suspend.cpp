@@ -144,8 +144,11 @@ void SuspendTask(ISuspendCallback* callback)
     CheckCanWait(thread, task != nullptr);
     if (task)
     {
-        task->entry.callback_ = callback;
-        task->entry.timer_ = nullptr;
+        // Stored only when it changes, so that a waiter which keeps waiting on one primitive
+        // leaves its entry's line clean for a resumer on another thread (Task.h). timer_ needs
+        // no store: SuspendTaskFor clears it before it returns.
+        if (task->entry.callback_ != callback)
+            task->entry.callback_ = callback;
         MarkSuspended(task->entry);
         SwitchAway(*thread.worker, task, PostSwitch::Suspend);
         return;

@@ -33,7 +33,10 @@ inline constexpr std::uintptr_t kJoinDetached = 2;
 
 struct Task : TaskIdentity
 {
-    SuspendedTaskEntry entry; // the task's entry for every wait; `owner_` points back here
+    // The task's entry for every wait; `owner_` points back here. Its first cache line is what a
+    // resumer on another thread reads, so a suspension writes it only where a field changes
+    // (SuspendTask): a line the waiter dirtied would cost that resumer a transfer.
+    SuspendedTaskEntry entry;
     ExecutionContext context;
     SchedulerCore* scheduler = nullptr;
     const TaskBody* body = nullptr;
