@@ -30,6 +30,14 @@ constexpr std::uint32_t kSkipped = 2; // the send's construction threw: nothing 
 constexpr std::uint32_t kRead = 1;    // this slot's receiver is finished with it
 constexpr std::uint32_t kDestroy = 2; // the block's destroyer passed here first: finish for it
 
+// A sender that found a bounded channel full and spins (a thread) waits for this much room:
+// a quarter of the capacity, so the receivers still have three quarters queued while it waits,
+// and at most 64, about what a receiver frees during the spin (SplitGate::SpinForPermit).
+constexpr std::uint64_t RoomSpinBatch(std::size_t capacity) noexcept
+{
+    return std::clamp<std::uint64_t>(capacity / 4, 1, 64);
+}
+
 constexpr std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
 {
     return (value + to - 1) / to * to;
@@ -67,7 +75,8 @@ static_assert(sizeof(void*) * 2 <= kSlotsOffset);
 
 ChannelCore::ChannelCore(std::size_t valueSize, std::size_t valueAlign, std::size_t capacity,
                          void (*destroyValue)(void*) noexcept)
-    : poolLimit_(capacity ? (capacity + kChannelBlockSlots - 1) / kChannelBlockSlots + 2 : 8),
+    : space(0, RoomSpinBatch(capacity)),
+      poolLimit_(capacity ? (capacity + kChannelBlockSlots - 1) / kChannelBlockSlots + 2 : 8),
       valueOffset_(RoundUp(sizeof(SlotHeader), valueAlign)),
       slotStride_(RoundUp(valueOffset_ + valueSize, std::max(alignof(SlotHeader), valueAlign))),
       blockAlign_(std::max<std::size_t>(64, valueAlign)),

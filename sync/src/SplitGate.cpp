@@ -31,10 +31,14 @@ bool SplitGate::SpinForPermit() noexcept
         return false;
     // Growing pauses: a releaser that is running adds several permits between two looks, and the
     // look that finds them lets the next acquires take theirs without reading released_ again.
+    // With a spin batch, a round that finds fewer than the batch waits on, but the last round
+    // takes what it finds: a lone permit is never left behind by more than the spin's length.
     for (unsigned round = 0, pauses = 4; round < kSpinRounds; ++round, pauses *= 2)
     {
         for (unsigned i = 0; i < pauses; ++i)
             CpuRelax();
+        if (taken_.spinBatch > 1 && round + 1 < kSpinRounds && !BatchAvailable())
+            continue;
         if (TryTakeCounted())
             return true;
     }

@@ -12,6 +12,7 @@
 
 #include <TC/Core.h>
 #include <TC/Synchronization.h>
+#include <TC/Synchronization/detail/SplitGate.h>
 
 #include <chrono>
 #include <cstdint>
@@ -130,6 +131,21 @@ TEST_CASE("A Semaphore's count out of range fails at once")
                         waiter.join();
                     }),
                 "a semaphore's count stays in range");
+}
+
+TEST_CASE("A SplitGate's count or spin batch out of range fails at once")
+{
+    using TC::Synchronization::detail::SplitGate;
+    RequireRule(RunInChild([] { SplitGate gate(-1); }), "a gate's count stays in range");
+    RequireRule(RunInChild(
+                    []
+                    {
+                        SplitGate gate(0);
+                        gate.Release(-1);
+                    }),
+                "a gate's count stays in range");
+    RequireRule(RunInChild([] { SplitGate gate(0, 0); }),
+                "a gate's spin batch is at least one permit");
 }
 
 TEST_CASE("A WaitGroup taken below zero fails at once")

@@ -156,6 +156,35 @@ TEST_CASE("Bounded Channel suspends senders of every kind while full", "[channel
     }
 }
 
+// A sender thread that finds a large channel full spins for a batch of room (a quarter of the
+// capacity); room for one value, and no more coming, must still let it send.
+TEST_CASE("Bounded Channel: a sender thread waiting for room sends once a single value is taken",
+          "[channel]")
+{
+    constexpr int kCapacity = 256;
+    Channel<int> channel(kCapacity);
+    for (int i = 0; i < kCapacity; ++i)
+        REQUIRE(channel.TrySend(int{i}) == ChannelStatus::Ok);
+    std::atomic<int> sent{0};
+    std::thread sender(
+        [&]
+        {
+            for (int i = 0; i < 3; ++i)
+                if (channel.Send(kCapacity + i)) // Catch2 asserts on the test's thread only
+                    sent.fetch_add(1);
+        });
+    for (int i = 0; i < 3; ++i)
+    {
+        std::this_thread::sleep_for(1ms); // usually spinning or suspended; either way it passes
+        CHECK(*channel.Receive() == i);
+        CHECK(Eventually([&] { return sent.load() == i + 1; }));
+    }
+    sender.join();
+    CHECK(channel.SizeApprox() == kCapacity);
+    for (int i = 3; i < kCapacity + 3; ++i)
+        CHECK(*channel.Receive() == i);
+}
+
 TEST_CASE("Channel timed send and receive time out", "[channel][timeout]")
 {
     TC::EnableTimers();

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace TC::Synchronization;
@@ -84,6 +85,35 @@ TEST_CASE("SplitGate Close resumes waiters with Closed; permits released around 
     }
 }
 
+TEST_CASE("SplitGate with a spin batch: a spinning thread takes fewer permits than the batch",
+          "[gate]")
+{
+    // The batch only stretches the spin: a lone permit, released at any moment of it or after
+    // the thread suspended, is taken, and so is a full batch.
+    for (std::int64_t permits : {1, 8})
+        for (int delayMicroseconds : {0, 1, 5, 2000})
+        {
+            INFO("permits " << permits << ", released after " << delayMicroseconds << " us");
+            SplitGate gate(0, 8);
+            std::atomic<int> result{0};
+            std::atomic<bool> started{false};
+            std::thread acquirer(
+                [&]
+                {
+                    started = true;
+                    result = static_cast<int>(gate.Acquire());
+                });
+            while (!started)
+                std::this_thread::yield();
+            std::this_thread::sleep_for(std::chrono::microseconds(delayMicroseconds));
+            gate.Release(permits);
+            CHECK(Eventually([&] { return result.load() != 0; }));
+            acquirer.join();
+            CHECK(result.load() == static_cast<int>(AcquireResult::Acquired));
+            CHECK(gate.Available() == permits - 1);
+        }
+}
+
 TEST_CASE("SplitGate's timed Acquire times out, and a later release is not lost", "[gate][timeout]")
 {
     TC::EnableTimers();
@@ -146,11 +176,15 @@ TEST_CASE("Stress: SplitGate under racing releases and timed acquires conserves 
 TEST_CASE("Stress: SplitGate loses no wake-up between a waiter's count and a release",
           "[stress][gate]")
 {
-    for (WaiterKind kind : {WaiterKind::Task, WaiterKind::Thread})
+    // The thread twice: a spin batch above one (a bounded Channel's room gate) stretches its
+    // spin, and the release must still find it spinning, counted or suspended.
+    const std::pair<WaiterKind, std::uint64_t> cases[] = {
+        {WaiterKind::Task, 1}, {WaiterKind::Thread, 1}, {WaiterKind::Thread, 8}};
+    for (auto [kind, spinBatch] : cases)
     {
-        INFO("waiter: " << Name(kind));
-        const std::int64_t rounds = Scaled(200000);
-        SplitGate gate;
+        INFO("waiter: " << Name(kind) << ", spin batch " << spinBatch);
+        const std::int64_t rounds = Scaled(spinBatch > 1 ? 50000 : 200000);
+        SplitGate gate(0, spinBatch);
         std::atomic<std::int64_t> started{0};
         std::atomic<std::int64_t> passed{0};
         std::atomic<std::int64_t> refused{0}; // Acquires that did not say Acquired

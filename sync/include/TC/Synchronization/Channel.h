@@ -46,11 +46,13 @@ enum class ChannelStatus : std::uint8_t
 // free the slot; a bounded channel adds a CAS on the room gate to a send and a fetch_add to a
 // receive. Each gate counts each side on its own cache line (detail/SplitGate.h), so the two
 // sides share only the slots' lines. Waits go through the suspend protocol; a converted thread
-// spins up to about 2.5 us for a value or room before it suspends; a task, a coroutine and a
-// thread whose waits pump a scheduler do not spin (TC::WaitRunsOtherWork). Values live in blocks of
-// 31 slots; freed blocks are kept for reuse, so a steady flow allocates nothing, and a bounded
-// channel allocates every block it can span when it is constructed (afterwards only when a stalled
-// receiver or the slots of throwing sends keep blocks out of use, detail/ChannelCore.h).
+// spins up to about 2.5 us for a value or room before it suspends (for room, it waits during
+// the spin for a quarter of the capacity, at most 64, and takes what there is when the spin
+// ends: fewer crossings of the room gate's line); a task, a coroutine and a thread whose waits
+// pump a scheduler do not spin (TC::WaitRunsOtherWork). Values live in blocks of 31 slots; freed
+// blocks are kept for reuse, so a steady flow allocates nothing, and a bounded channel allocates
+// every block it can span when it is constructed (afterwards only when a stalled receiver or the
+// slots of throwing sends keep blocks out of use, detail/ChannelCore.h).
 //
 // A Send whose move or copy into the channel throws sends nothing: the exception propagates and
 // the channel is as if the Send had not happened. A receive whose move out of the channel throws

@@ -26,7 +26,10 @@ namespace TC::Synchronization::detail
 // `items` granted it a value, so the FIFO itself never runs empty under it (it may wait a few
 // instructions for the sender of an older slot to finish writing). The gates are SplitGates:
 // each side counts on its own cache line (senders release items and take room, receivers the
-// other way round), so a steady flow shares only the slots' lines between the two sides.
+// other way round), so a steady flow shares only the slots' lines between the two sides. A
+// sender thread that finds the channel full spins for a batch of room, not for one value's
+// (RoomSpinBatch in ChannelCore.cpp): else, once full, sender and receiver would pass the room
+// gate's line back and forth once per value.
 //
 // Blocks: the sender that claims a block's last slot links the next block; the receivers free a
 // block once every slot in it has been read (the last reader of the block does, whichever it is;

@@ -23,7 +23,8 @@ namespace TC::Synchronization::detail
 // twice per permit, which made a Channel's throughput the speed of that line's transfers.
 //
 // Waiting. An acquirer that finds no permit (a thread first spins up to about 2.5 us, with
-// growing pauses, for one; a task, a coroutine and a pumping host thread do not spin) counts itself
+// growing pauses, for one -- or for `spinBatch` while the spin lasts, see SpinForPermit; a task,
+// a coroutine and a pumping host thread do not spin) counts itself
 // in `waiting_`, looks at `released_` once more, and, finding nothing, waits on `waiting_.queue`, a
 // SemaphoreCore that holds no permits of its own. A release that sees `waiting_` non-zero takes up
 // to n permits (no more than the waiters it saw) from the counters on the waiters' behalf and
@@ -49,11 +50,16 @@ namespace TC::Synchronization::detail
 class SplitGate
 {
 public:
-    explicit SplitGate(std::int64_t initial = 0) noexcept
+    // `spinBatch` (at least 1): how many permits a spinning thread waits for before it takes
+    // one, while its spin lasts (see SpinForPermit).
+    explicit SplitGate(std::int64_t initial = 0, std::uint64_t spinBatch = 1) noexcept
     {
         TC_CHECK(initial >= 0, "a gate's count stays in range",
                  "a SplitGate with a negative count");
+        TC_CHECK(spinBatch >= 1, "a gate's spin batch is at least one permit",
+                 "a SplitGate with a spin batch of 0");
         released_.value.store(static_cast<std::uint64_t>(initial), std::memory_order_relaxed);
+        taken_.spinBatch = spinBatch;
     }
     SplitGate(const SplitGate&) = delete;
     SplitGate& operator=(const SplitGate&) = delete;
@@ -182,7 +188,18 @@ private:
     }
 
     static constexpr unsigned kSpinRounds = 5;
+    // A spin batch above one suits a gate whose acquirer can afford to wait a little (a bounded
+    // Channel's room: the channel is full, so its receivers have values to take meanwhile).
+    // Taking permits one by one as they come passes released_'s line between the releaser and
+    // the spinner once per permit; waiting for a batch passes it once per batch.
     bool SpinForPermit() noexcept;
+    // At least `spinBatch` permits in the counters, at a fresh look. taken_ first: it never
+    // passes released_, so the difference of the two loads is not negative.
+    bool BatchAvailable() const noexcept
+    {
+        const std::uint64_t taken = taken_.value.load(std::memory_order_relaxed);
+        return released_.value.load(std::memory_order_relaxed) - taken >= taken_.spinBatch;
+    }
 
     // Takes a parked permit as a non-waiter. A release parked it for a counted waiter and did
     // not grant that waiter another, so while waiters are counted one is parked in its place
@@ -226,6 +243,7 @@ private:
     {
         std::atomic<std::uint64_t> value{0};
         std::atomic<std::uint64_t> seen{0}; // some acquirer's last look at released_
+        std::uint64_t spinBatch = 1;        // set once, by the constructor
     };
     // Both touched only when someone waits (a release only reads waiting_), so they share a line.
     struct alignas(64) Waiting
