@@ -51,7 +51,7 @@ BENCHMARK_TEMPLATE(BM_EventSetWait, ManualResetEvent_s);
 BENCHMARK_TEMPLATE(BM_EventSetWait, AutoResetEvent);
 BENCHMARK_TEMPLATE(BM_EventSetWait, ManualResetEvent);
 
-// ---- uncontended opening operation and wait: one BusyCount scope and one drain each ----
+// ---- uncontended opening operation and wait (a Latch's: one fetch_sub and one exchange) ----
 
 void BM_LatchCountDownWait(benchmark::State& state)
 {

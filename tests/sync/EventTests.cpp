@@ -287,17 +287,51 @@ TEST_CASE("_s events may be destroyed by the waiter right after Wait returns",
 
 TEST_CASE("Multiple resumes newest first and its creator last", "[event][order]")
 {
+    // WaitGroup is a Waitable<Multiple>: the kind's order, seen through a library primitive.
     TC::Scheduler host(0u); // pumped here: tasks run in the order they were resumed
+    std::vector<int> order;
+    WaitGroup* group = nullptr;
+    auto creator = host.Start(
+        [&]
+        {
+            WaitGroup own(1); // constructed by this task
+            group = &own;
+            own.Wait();
+            order.push_back(0);
+            // The creator was resumed last, so it may destroy the group now.
+        });
+    host.RunUntilIdle();
+    std::vector<TC::JoinHandle> waiters;
+    for (int i = 1; i <= 3; ++i)
+        waiters.push_back(host.Start(
+            [&, i]
+            {
+                group->Wait();
+                order.push_back(i);
+            }));
+    host.RunUntilIdle();
+    REQUIRE(order.empty());
+    group->Done();
+    host.RunUntilIdle();
+    CHECK(order == std::vector<int>{3, 2, 1, 0});
+    creator.Join();
+    for (auto& w : waiters)
+        w.Join();
+}
+
+TEST_CASE("Latch resumes every waiter newest first; the creator is one of them", "[event][order]")
+{
+    // A Latch is no Waitable<Multiple>: one exchange claims all waiters, so none needs to be last.
+    TC::Scheduler host(0u);
     std::vector<int> order;
     Latch* latch = nullptr;
     auto creator = host.Start(
         [&]
         {
-            Latch own(1); // constructed by this task
+            Latch own(1);
             latch = &own;
             own.Wait();
             order.push_back(0);
-            // The creator was resumed last, so it may destroy the latch now.
         });
     host.RunUntilIdle();
     std::vector<TC::JoinHandle> waiters;
@@ -310,6 +344,7 @@ TEST_CASE("Multiple resumes newest first and its creator last", "[event][order]"
             }));
     host.RunUntilIdle();
     REQUIRE(order.empty());
+    CHECK(latch->IsSuspended());
     latch->CountDown();
     host.RunUntilIdle();
     CHECK(order == std::vector<int>{3, 2, 1, 0});

@@ -450,10 +450,50 @@ TEST_CASE("Stress: ManualResetEvent_s and Latch created, waited and destroyed pe
                 TC::Scheduler::Current()->Start(helper).Detach();
                 latch.CountDown();
                 event.Wait();
-                latch.Wait(); // this task made the latch: it is resumed last and may destroy it
+                latch.Wait(); // nothing touches the latch after its opening: this waiter may
+                              // destroy it
             }
         });
     waiter.Join();
+}
+
+// Three CountDowns race on two workers while the waiter -- the converted main thread, or a task
+// on a third scheduler -- waits and then deletes the latch at once: under ASan, any access of a
+// CountDown after the exchange that opened the latch (or of a waiter after its Wait) is a
+// heap-use-after-free.
+TEST_CASE("Stress: a Latch deleted by its waiter the moment Wait returns", "[stress][lifetime]")
+{
+    const std::int64_t rounds = Scaled(50000);
+    TC::Scheduler counters(2u);
+    TC::Scheduler waiters(1u);
+    auto round = [&]
+    {
+        auto* latch = new Latch(3);
+        for (int i = 0; i < 3; ++i)
+            counters.Start([latch] { latch->CountDown(); }).Detach();
+        latch->Wait();
+        CHECK_FALSE(latch->IsSuspended());
+        delete latch;
+    };
+    for (std::int64_t i = 0; i < rounds / 2; ++i)
+        round();
+    std::int64_t mismatches = 0;
+    waiters
+        .Start(
+            [&]
+            {
+                for (std::int64_t i = 0; i < rounds / 2; ++i)
+                {
+                    auto* latch = new Latch(3);
+                    for (int k = 0; k < 3; ++k)
+                        counters.Start([latch] { latch->CountDown(); }).Detach();
+                    latch->Wait();
+                    mismatches += latch->Count() != 0 ? 1 : 0;
+                    delete latch;
+                }
+            })
+        .Join();
+    CHECK(mismatches == 0);
 }
 
 TEST_CASE("Stress: Mutex and Semaphore keep a plain counter exact", "[stress][mutex]")

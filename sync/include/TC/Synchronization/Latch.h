@@ -1,8 +1,8 @@
 #pragma once
 // Latch: opens once it has been counted down to zero; any number of waiters pass from then on.
 
-#include <TC/Synchronization/Waitable.h>
-#include <TC/Synchronization/detail/BusyCount.h>
+#include <TC/Checked.h>
+#include <TC/Synchronization/detail/OneWordEvent.h>
 
 #include <atomic>
 #include <cstddef>
@@ -11,27 +11,37 @@ namespace TC::Synchronization
 {
 // A single-use countdown. CountDown may be called from any thread; Wait suspends (a task or a
 // converted thread; coroutines co_await) until the count reaches zero, and returns at once after.
+// The CountDown that reaches zero resumes every waiter, newest first.
 //
-// Destruction: by any waiter as soon as its Wait returned (Wait returns only once every
-// CountDown that was running has left the object), provided nobody counts it down or starts a
-// wait any more. The task or thread that constructed it is resumed last. Exception: a coroutine
-// with no executor is resumed inline, inside the CountDown that opened the latch, and returns
-// into it; it must leave the latch alive.
-class Latch : public Waitable<SuspensionKind::Multiple, Latch>
+// Design: the count in one word, and the opening in a one-word manual-reset event
+// (detail::OneWordEvent): a CountDown is one fetch_sub, and the one that reaches zero then opens
+// the event with one exchange, which also claims every suspended waiter. A Wait is a load of the
+// event's word, plus one compare-exchange when it suspends. Ordering: every fetch_sub is acq_rel,
+// so the one that reaches zero reads the end of the chain of earlier ones and its exchange
+// (release) passes all their callers' writes on to every waiter that passes.
+//
+// Destruction: by any waiter as soon as its Wait returned, provided nobody counts it down or
+// starts a wait any more. Nothing touches the latch after the exchange that opens it (the waiters
+// are resumed through their own entries), and a CountDown that does not reach zero touches
+// nothing after its fetch_sub, so no CountDown can still be inside the object then. A coroutine
+// with no executor, resumed inline inside the opening CountDown, may destroy it too.
+class Latch
 {
 public:
-    explicit Latch(std::size_t count) noexcept : count_(count) {}
+    explicit Latch(std::size_t count) noexcept : count_(count), opened_(count == 0) {}
+    Latch(const Latch&) = delete;
+    Latch& operator=(const Latch&) = delete;
 
     // Counts down by n (1 by default); the call that reaches zero resumes every waiter.
     // Counting below zero is a caller error (checked mode fails it).
     void CountDown(std::size_t n = 1) noexcept
     {
-        detail::BusyCount::Scope busy(busy_); // ends with the last access
-        const std::size_t before = count_.fetch_sub(n); // seq_cst: the state change
+        // acq_rel: see the design note above. The last access unless it reaches zero.
+        const std::size_t before = count_.fetch_sub(n, std::memory_order_acq_rel);
         TC_CHECK(before >= n, "a Latch is counted down at most its count",
                  "Latch::CountDown below zero");
         if (before == n)
-            Resume();
+            opened_.Set(); // its exchange is the last access
     }
 
     // CountDown(n), then Wait().
@@ -41,17 +51,34 @@ public:
         Wait();
     }
 
-    // Waitable: true once the count is zero.
-    bool TryWait() const noexcept { return count_.load() == 0; }
+    // True once the count reached zero and the latch opened; never suspends.
+    bool TryWait() const noexcept { return opened_.IsSet(); }
 
-    std::size_t Count() const noexcept { return count_.load(); }
+    // Returns at once if open; otherwise suspends until the count reaches zero. From a task or a
+    // converted thread (not from a callback, not from a worker thread outside a task).
+    void Wait() { opened_.Wait(); }
+
+    // co_await latch, co_await latch.WaitAsync(): the coroutine form; the coroutine continues
+    // on the executor that was current when it suspended.
+    using WaitAwaiter = detail::OneWordEvent<true>::WaitAwaiter;
+    WaitAwaiter WaitAsync() noexcept { return opened_.WaitAsync(); }
+    WaitAwaiter operator co_await() noexcept { return opened_.WaitAsync(); }
+
+    // A snapshot: true if a waiter was suspended at the moment of the load.
+    bool IsSuspended() const noexcept { return opened_.IsSuspended(); }
+
+    // A snapshot of the count.
+    std::size_t Count() const noexcept { return count_.load(std::memory_order_acquire); }
 
 private:
-    friend class Waitable<SuspensionKind::Multiple, Latch>;
-    void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
-    void AfterWait() const noexcept { busy_.DrainBeforeDestroy(); }
+    // Its own type, so that checked mode's reports name the Latch a waiter suspended on.
+    class Opened final : public detail::OneWordEvent<true>
+    {
+    public:
+        explicit Opened(bool initiallySet) noexcept : OneWordEvent(initiallySet) {}
+    };
 
     std::atomic<std::size_t> count_;
-    detail::BusyCount busy_;
+    Opened opened_;
 };
 } // namespace TC::Synchronization
