@@ -285,72 +285,59 @@ TEST_CASE("_s events may be destroyed by the waiter right after Wait returns",
     }
 }
 
+namespace
+{
+// A task constructs a `Primitive` of one count and waits on it, then three more tasks wait,
+// then one count-down opens it; returns the order they ran in (0 the constructing task), on a
+// host pump, which runs tasks in the order they were resumed.
+template <class Primitive, class Open>
+std::vector<int> ResumeOrderWithCreator(Open open)
+{
+    TC::Scheduler host(0u);
+    std::vector<int> order;
+    Primitive* primitive = nullptr;
+    auto creator = host.Start(
+        [&]
+        {
+            Primitive own(1); // constructed by this task
+            primitive = &own;
+            own.Wait();
+            order.push_back(0); // then destroyed: allowed to the first waiter back
+        });
+    host.RunUntilIdle();
+    std::vector<TC::JoinHandle> waiters;
+    for (int i = 1; i <= 3; ++i)
+        waiters.push_back(host.Start(
+            [&, i]
+            {
+                primitive->Wait();
+                order.push_back(i);
+            }));
+    host.RunUntilIdle();
+    REQUIRE(order.empty());
+    REQUIRE(primitive->IsSuspended());
+    open(*primitive);
+    host.RunUntilIdle();
+    creator.Join();
+    for (auto& w : waiters)
+        w.Join();
+    return order;
+}
+} // namespace
+
 TEST_CASE("Multiple resumes newest first and its creator last", "[event][order]")
 {
     // WaitGroup is a Waitable<Multiple>: the kind's order, seen through a library primitive.
-    TC::Scheduler host(0u); // pumped here: tasks run in the order they were resumed
-    std::vector<int> order;
-    WaitGroup* group = nullptr;
-    auto creator = host.Start(
-        [&]
-        {
-            WaitGroup own(1); // constructed by this task
-            group = &own;
-            own.Wait();
-            order.push_back(0);
-            // The creator was resumed last, so it may destroy the group now.
-        });
-    host.RunUntilIdle();
-    std::vector<TC::JoinHandle> waiters;
-    for (int i = 1; i <= 3; ++i)
-        waiters.push_back(host.Start(
-            [&, i]
-            {
-                group->Wait();
-                order.push_back(i);
-            }));
-    host.RunUntilIdle();
-    REQUIRE(order.empty());
-    group->Done();
-    host.RunUntilIdle();
-    CHECK(order == std::vector<int>{3, 2, 1, 0});
-    creator.Join();
-    for (auto& w : waiters)
-        w.Join();
+    CHECK(ResumeOrderWithCreator<WaitGroup>([](WaitGroup& group) { group.Done(); }) ==
+          std::vector<int>{3, 2, 1, 0});
 }
 
-TEST_CASE("Latch resumes every waiter newest first; the creator is one of them", "[event][order]")
+TEST_CASE("Latch resumes every waiter newest first, its creator among them", "[event][order]")
 {
-    // A Latch is no Waitable<Multiple>: one exchange claims all waiters, so none needs to be last.
-    TC::Scheduler host(0u);
-    std::vector<int> order;
-    Latch* latch = nullptr;
-    auto creator = host.Start(
-        [&]
-        {
-            Latch own(1);
-            latch = &own;
-            own.Wait();
-            order.push_back(0);
-        });
-    host.RunUntilIdle();
-    std::vector<TC::JoinHandle> waiters;
-    for (int i = 1; i <= 3; ++i)
-        waiters.push_back(host.Start(
-            [&, i]
-            {
-                latch->Wait();
-                order.push_back(i);
-            }));
-    host.RunUntilIdle();
-    REQUIRE(order.empty());
-    CHECK(latch->IsSuspended());
-    latch->CountDown();
-    host.RunUntilIdle();
-    CHECK(order == std::vector<int>{3, 2, 1, 0});
-    creator.Join();
-    for (auto& w : waiters)
-        w.Join();
+    // A Latch is no Waitable<Multiple>: one exchange claims every waiter, so that none need be
+    // last; the creator suspended first, so it comes last here too.
+    CHECK(ResumeOrderWithCreator<Latch>([](Latch& latch) { latch.CountDown(); }) ==
+          std::vector<int>{3, 2, 1, 0});
 }
 
 TEST_CASE("AutoResetEvent wakes the newest waiter first", "[event][order]")
