@@ -234,6 +234,20 @@ bool WaitRunsOtherWork() noexcept
     return false;
 }
 
+bool SpinBeforeWaitHoldsNothingUp() noexcept
+{
+    const ThreadState& thread = CurrentThread();
+    if (const Worker* worker = thread.worker)
+    {
+        // Only a task's own wait, on a worker thread, with nothing queued that the wait would run.
+        const SchedulerCore* core = worker->core;
+        return worker->current != nullptr && core->HasWorkerThreads() &&
+               worker->local[0].IsEmpty() && worker->local[1].IsEmpty() &&
+               !core->HasQueuedWork(Priority::Normal);
+    }
+    return !WaitRunsOtherWork();
+}
+
 void ConvertCurrentThread() noexcept
 {
     (void)CurrentThread(); // a thread is a waiter once its state exists; waits need nothing else

@@ -129,6 +129,61 @@ TEST_CASE("WaitRunsOtherWork: in a task and on a host thread, not on a plain thr
     CHECK_FALSE(afterHost);
 }
 
+TEST_CASE("SpinBeforeWaitHoldsNothingUp: on a plain thread and in an idle worker's task only")
+{
+    bool onPlainThread = false;
+    std::thread plain([&] { onPlainThread = SpinBeforeWaitHoldsNothingUp(); });
+    plain.join();
+    CHECK(onPlainThread);
+
+    Scheduler workers(1);
+    bool alone = false, besideLocal = true, localRan = false, afterLocal = false;
+    workers
+        .Start(
+            [&]
+            {
+                alone = SpinBeforeWaitHoldsNothingUp();
+                JoinHandle local = workers.Start([&] { localRan = true; }); // this worker's queue
+                besideLocal = SpinBeforeWaitHoldsNothingUp();
+                local.Join();
+                afterLocal = SpinBeforeWaitHoldsNothingUp();
+            })
+        .Join();
+    CHECK(alone);
+    CHECK(localRan);
+    CHECK_FALSE(besideLocal);
+    CHECK(afterLocal);
+
+    // Work submitted from another thread while the task runs: in the scheduler's shared queue.
+    std::atomic<bool> submitted{false};
+    bool besideShared = true;
+    JoinHandle looking = workers.Start(
+        [&]
+        {
+            while (!submitted.load(std::memory_order_acquire))
+                std::this_thread::yield();
+            besideShared = SpinBeforeWaitHoldsNothingUp();
+        });
+    JoinHandle queued = workers.Start([] {});
+    submitted.store(true, std::memory_order_release);
+    looking.Join();
+    queued.Join();
+    CHECK_FALSE(besideShared);
+
+    bool inPumpedTask = true, whileHosting = true;
+    std::thread hosting(
+        [&]
+        {
+            Scheduler host(0u);
+            host.Start([&] { inPumpedTask = SpinBeforeWaitHoldsNothingUp(); }).Detach();
+            (void)host.RunPending(); // this thread hosts it from now on
+            whileHosting = SpinBeforeWaitHoldsNothingUp();
+        });
+    hosting.join();
+    CHECK_FALSE(inPumpedTask);
+    CHECK_FALSE(whileHosting);
+}
+
 TEST_CASE("Many threads ping-pong with tasks through mailboxes")
 {
     std::vector<std::unique_ptr<Mailbox>> requests, replies;

@@ -49,6 +49,14 @@ bool IsInsideTask() noexcept;
 // work that would end the wait may be the very work the spin holds up.
 bool WaitRunsOtherWork() noexcept;
 
+// True where a short spin before a wait holds nothing up, at this moment: on a plain thread, and
+// in a task of a scheduler with worker threads that has nothing else queued (its worker would
+// only spin idle meanwhile). False on a thread whose waits pump a scheduler, in a task of a
+// host-pumped scheduler (its wait hands the host its thread back), outside a task on a worker,
+// and in a task while its worker or scheduler has work queued. It changes as work arrives: a
+// spin asks again before each round, and stops when the answer turns false.
+bool SpinBeforeWaitHoldsNothingUp() noexcept;
+
 // Converts the calling OS thread into a waiter explicitly. Optional: a thread is converted on its
 // first wait. Idempotent.
 void ConvertCurrentThread() noexcept;
