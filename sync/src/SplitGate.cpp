@@ -24,17 +24,19 @@ AcquireResult SplitGate::Acquire(Duration timeout)
 
 bool SplitGate::SpinForPermit() noexcept
 {
-    // Not in a task, nor on a thread whose waits pump a scheduler: the spin would keep the
-    // worker or the pump from running the very work that may release (the other end of a
-    // channel on the same worker, or on the scheduler this thread pumps).
-    if (TC::WaitRunsOtherWork())
-        return false;
     // Growing pauses: a releaser that is running adds several permits between two looks, and the
     // look that finds them lets the next acquires take theirs without reading released_ again.
     // With a spin batch, a round that finds fewer than the batch waits on, but the last round
     // takes what it finds: a lone permit is never left behind by more than the spin's length.
     for (unsigned round = 0, pauses = 4; round < kSpinRounds; ++round, pauses *= 2)
     {
+        // Asked before every round: the spin must not keep a worker or a pump from the very work
+        // that may release (the other end of a channel queued on the same worker, or on the
+        // scheduler this thread pumps). A task whose worker has nothing else to run spins as a
+        // thread does; one that went to sleep instead would pay a suspension and a cross-thread
+        // resume every few permits (a task sending into a full Channel).
+        if (!TC::SpinBeforeWaitHoldsNothingUp())
+            return false;
         for (unsigned i = 0; i < pauses; ++i)
             CpuRelax();
         if (taken_.spinBatch > 1 && round + 1 < kSpinRounds && !BatchAvailable())

@@ -279,11 +279,14 @@ void BM_ScalingMutexContended_BoostFiber(benchmark::State& state)
 BENCHMARK(BM_ScalingMutexContended_BoostFiber)->Apply(TCBench::WorkerCounts)->UseRealTime();
 #endif
 
-// ---- channel throughput: one producer thread, one consumer thread ----
+// ---- channel throughput: one producer (a thread, or a task), one consumer thread ----
 
 constexpr int kChannelItems = 100000;
 
-void BM_ChannelThroughput(benchmark::State& state)
+// Sends kChannelItems values through a channel of range(0) slots (0: unbounded) to a consumer
+// thread; `produce(send)` runs the sending loop `send` where the row's producer lives.
+template <class Produce>
+void RunChannelThroughput(benchmark::State& state, Produce produce)
 {
     const auto capacity = static_cast<std::size_t>(state.range(0));
     for (auto _ : state)
@@ -300,14 +303,34 @@ void BM_ChannelThroughput(benchmark::State& state)
                     local += *channel.Receive();
                 sum = local;
             });
-        for (int i = 0; i < kChannelItems; ++i)
-            channel.Send(i);
+        produce(
+            [&channel]
+            {
+                for (int i = 0; i < kChannelItems; ++i)
+                    channel.Send(i);
+            });
         consumer.join();
-        benchmark::DoNotOptimize(sum);
+        if (!TCBench::Expect(state, sum == std::int64_t{kChannelItems} * (kChannelItems - 1) / 2,
+                             "values lost"))
+            return;
     }
     state.SetItemsProcessed(state.iterations() * kChannelItems);
 }
+
+void BM_ChannelThroughput(benchmark::State& state)
+{
+    RunChannelThroughput(state, [](auto send) { send(); });
+}
 BENCHMARK(BM_ChannelThroughput)->Arg(0)->Arg(1024)->UseRealTime();
+
+// The producer is a task on a one-worker scheduler with nothing else to run: what a full
+// bounded channel costs a task sender, which suspends where a thread would block.
+void BM_ChannelThroughputFromTask(benchmark::State& state)
+{
+    TC::Scheduler scheduler(1u);
+    RunChannelThroughput(state, [&scheduler](auto send) { scheduler.Start(send).Join(); });
+}
+BENCHMARK(BM_ChannelThroughputFromTask)->Arg(0)->Arg(1024)->UseRealTime();
 
 void BM_MoodycamelBlockingQueueThroughput(benchmark::State& state)
 {

@@ -48,8 +48,10 @@ enum class ChannelStatus : std::uint8_t
 // sides share only the slots' lines. Waits go through the suspend protocol; a converted thread
 // spins up to about 2.5 us for a value or room before it suspends (for room, it waits during
 // the spin for a quarter of the capacity, at most 64, and takes what there is when the spin
-// ends: fewer crossings of the room gate's line); a task, a coroutine and a thread whose waits
-// pump a scheduler do not spin (TC::WaitRunsOtherWork). Values live in blocks of 31 slots; freed
+// ends: fewer crossings of the room gate's line), and so does a task while nothing else is
+// queued for its worker; a coroutine, a task with work queued beside it or on a host-pumped
+// scheduler, and a thread whose waits pump a scheduler do not spin
+// (TC::SpinBeforeWaitHoldsNothingUp). Values live in blocks of 31 slots; freed
 // blocks are kept for reuse, so a steady flow allocates nothing, and a bounded channel allocates
 // every block it can span when it is constructed (afterwards only when a stalled receiver or the
 // slots of throwing sends keep blocks out of use, detail/ChannelCore.h).

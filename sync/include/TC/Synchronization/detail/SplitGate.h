@@ -22,9 +22,10 @@ namespace TC::Synchronization::detail
 // both sides write: SemaphoreCore's one word crosses between a sender's and a receiver's core
 // twice per permit, which made a Channel's throughput the speed of that line's transfers.
 //
-// Waiting. An acquirer that finds no permit (a thread first spins up to about 2.5 us, with
-// growing pauses, for one -- or for `spinBatch` while the spin lasts, see SpinForPermit; a task,
-// a coroutine and a pumping host thread do not spin) counts itself
+// Waiting. An acquirer that finds no permit (a thread, or a task whose worker has nothing else
+// queued, first spins up to about 2.5 us, with growing pauses, for one -- or for `spinBatch`
+// while the spin lasts, see SpinForPermit; a coroutine, a pumping host thread and a task with
+// other work queued or on a host-pumped scheduler do not spin) counts itself
 // in `waiting_`, looks at `released_` once more, and, finding nothing, waits on `waiting_.queue`, a
 // SemaphoreCore that holds no permits of its own. A release that sees `waiting_` non-zero takes up
 // to n permits (no more than the waiters it saw) from the counters on the waiters' behalf and
