@@ -99,13 +99,22 @@ TEST_CASE("GetCurrentTask names a converted thread, stably, and differs per thre
     REQUIRE(there != here);
 }
 
+namespace
+{
+// What `query` answers on a new plain thread. Each thread records what it saw; the assertions
+// run on the test's thread (Catch2's are not thread-safe).
+bool OnPlainThread(bool (*query)() noexcept)
+{
+    bool answer = false;
+    std::thread plain([&] { answer = query(); });
+    plain.join();
+    return answer;
+}
+} // namespace
+
 TEST_CASE("WaitRunsOtherWork: in a task and on a host thread, not on a plain thread")
 {
-    // Each thread records what it saw; the assertions run here (Catch2's are not thread-safe).
-    bool onPlainThread = true;
-    std::thread plain([&] { onPlainThread = WaitRunsOtherWork(); });
-    plain.join();
-    CHECK_FALSE(onPlainThread);
+    CHECK_FALSE(OnPlainThread(&WaitRunsOtherWork));
     Scheduler workers(1);
     bool inTask = false;
     workers.Start([&] { inTask = WaitRunsOtherWork(); }).Join();
@@ -131,10 +140,7 @@ TEST_CASE("WaitRunsOtherWork: in a task and on a host thread, not on a plain thr
 
 TEST_CASE("SpinBeforeWaitHoldsNothingUp: on a plain thread and in an idle worker's task only")
 {
-    bool onPlainThread = false;
-    std::thread plain([&] { onPlainThread = SpinBeforeWaitHoldsNothingUp(); });
-    plain.join();
-    CHECK(onPlainThread);
+    CHECK(OnPlainThread(&SpinBeforeWaitHoldsNothingUp));
 
     Scheduler workers(1);
     bool alone = false, besideLocal = true, localRan = false, afterLocal = false;
