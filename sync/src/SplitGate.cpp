@@ -8,7 +8,17 @@ namespace TC::Synchronization::detail
 {
 AcquireResult SplitGate::Acquire(Duration timeout)
 {
-    if (TryAcquire() || SpinForPermit())
+    if (!timeout.IsInfinite() && timeout.Nanoseconds() <= 0)
+    {
+        // A zero or negative timeout never waits, timers or not: a published wait would be
+        // timed out by the timer thread, a wake-up round trip (28 us here) to learn what a look
+        // at the counters tells.
+        const AcquireResult result = TryAcquireOrClosed();
+        return result == AcquireResult::Pending ? AcquireResult::TimedOut : result;
+    }
+    // A timeout shorter than the spin would be overrun by it.
+    const bool maySpin = timeout.IsInfinite() || timeout.Nanoseconds() >= kSpinNanoseconds;
+    if (TryAcquire() || (maySpin && SpinForPermit()))
         return AcquireResult::Acquired;
     AcquireResult result;
     {

@@ -332,6 +332,22 @@ void BM_ChannelThroughputFromTask(benchmark::State& state)
 }
 BENCHMARK(BM_ChannelThroughputFromTask)->Arg(0)->Arg(1024)->UseRealTime();
 
+// A timed receive on an empty channel, from a thread, with a timeout of range(0) ns: an item is
+// one call, which returns TimedOut. A timeout shorter than a waiter's spin should bound the call.
+void BM_ChannelReceiveTimesOut(benchmark::State& state)
+{
+    TC::EnableTimers(); // without it a timed wait has no limit
+    Channel<std::int64_t> channel;
+    const auto timeout = TC::Duration::FromNanoseconds(state.range(0));
+    std::int64_t value = 0;
+    bool allTimedOut = true;
+    for (auto _ : state)
+        allTimedOut &= channel.Receive(value, timeout) == ChannelStatus::TimedOut;
+    if (TCBench::Expect(state, allTimedOut, "a receive from an empty channel did not time out"))
+        state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ChannelReceiveTimesOut)->Arg(0)->Arg(1000)->UseRealTime();
+
 void BM_MoodycamelBlockingQueueThroughput(benchmark::State& state)
 {
     for (auto _ : state)

@@ -212,6 +212,40 @@ TEST_CASE("Channel timed send and receive time out", "[channel][timeout]")
     CHECK(channel.SizeApprox() == 1);
 }
 
+// ctest also runs this alone (sync.zerotimeout), in a process where no test enabled timers:
+// there a timed wait has no limit, so a zero timeout that waited would hang it.
+TEST_CASE("Channel: a zero or negative timeout looks and never waits",
+          "[channel][timeout][zerotimeout]")
+{
+    // The statuses each kind of caller saw, asserted here (Catch2's checks are not thread-safe).
+    auto look = [](Channel<int>& channel)
+    {
+        std::vector<ChannelStatus> seen;
+        int out = 0;
+        seen.push_back(channel.Receive(out, TC::Duration::Zero())); // empty
+        seen.push_back(channel.Send(1, TC::Duration::Zero()));      // room for one
+        seen.push_back(channel.Send(2, -1ms));                      // full
+        seen.push_back(channel.Receive(out, TC::Duration::Zero())); // the 1
+        seen.push_back(out == 1 ? ChannelStatus::Ok : ChannelStatus::Empty);
+        seen.push_back(channel.Receive(out, -1ms)); // empty again
+        channel.Close();
+        seen.push_back(channel.Send(3, TC::Duration::Zero()));      // closed
+        seen.push_back(channel.Receive(out, TC::Duration::Zero())); // closed and drained
+        return seen;
+    };
+    const std::vector<ChannelStatus> expected{ChannelStatus::TimedOut, ChannelStatus::Ok,
+                                              ChannelStatus::TimedOut, ChannelStatus::Ok,
+                                              ChannelStatus::Ok,       ChannelStatus::TimedOut,
+                                              ChannelStatus::Closed,   ChannelStatus::Closed};
+    Channel<int> fromThread(1);
+    CHECK(look(fromThread) == expected);
+    Channel<int> fromTask(1);
+    std::vector<ChannelStatus> seenInTask;
+    TC::Scheduler scheduler(1u);
+    scheduler.Start([&] { seenInTask = look(fromTask); }).Join();
+    CHECK(seenInTask == expected);
+}
+
 TEST_CASE("Channel Close resumes waiting receivers and senders; receivers drain first",
           "[channel][close]")
 {

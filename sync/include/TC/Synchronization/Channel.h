@@ -87,7 +87,8 @@ public:
         return true;
     }
 
-    // As Send on a bounded channel, but gives up after `timeout`: Ok, Closed or TimedOut.
+    // As Send on a bounded channel, but gives up after `timeout`: Ok, Closed or TimedOut. A zero
+    // or negative timeout only looks for room, and never waits (with timers enabled or not).
     ChannelStatus Send(T value, Duration timeout)
     {
         if (core_.IsClosed())
@@ -123,7 +124,8 @@ public:
         return std::nullopt;
     }
 
-    // As Receive, but gives up after `timeout`: Ok (value in `out`), Closed or TimedOut.
+    // As Receive, but gives up after `timeout`: Ok (value in `out`), Closed or TimedOut. A zero
+    // or negative timeout only looks for a value, and never waits (with timers enabled or not).
     ChannelStatus Receive(T& out, Duration timeout)
     {
         const detail::AcquireResult result = core_.items.TryAcquire()

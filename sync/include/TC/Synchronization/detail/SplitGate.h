@@ -82,7 +82,8 @@ public:
 
     // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
     AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
-    // As Acquire, or TimedOut after `timeout`.
+    // As Acquire, or TimedOut after `timeout`. Zero or negative: a look, never a wait (with or
+    // without timers).
     AcquireResult Acquire(Duration timeout);
 
     // Adds n permits (n >= 0); hands them to waiters if any are counted.
@@ -189,6 +190,9 @@ private:
     }
 
     static constexpr unsigned kSpinRounds = 5;
+    // About how long SpinForPermit's rounds last (their pauses): a timed acquire with a shorter
+    // timeout does not spin.
+    static constexpr std::int64_t kSpinNanoseconds = 2500;
     // A spin batch above one suits a gate whose acquirer can afford to wait a little (a bounded
     // Channel's room: the channel is full, so its receivers have values to take meanwhile).
     // Taking permits one by one as they come passes released_'s line between the releaser and
