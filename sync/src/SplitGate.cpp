@@ -11,7 +11,7 @@ AcquireResult SplitGate::Acquire(Duration timeout)
     if (!timeout.IsInfinite() && timeout.Nanoseconds() <= 0)
     {
         // A zero or negative timeout never waits, timers or not: a published wait would be
-        // timed out by the timer thread, a wake-up round trip (28 us here) to learn what a look
+        // timed out by the timer thread, a wake-up round trip (25-27 us here) to learn what a look
         // at the counters tells.
         const AcquireResult result = TryAcquireOrClosed();
         return result == AcquireResult::Pending ? AcquireResult::TimedOut : result;
