@@ -324,7 +324,8 @@ void BM_ChannelThroughput(benchmark::State& state)
 BENCHMARK(BM_ChannelThroughput)->Arg(0)->Arg(1024)->UseRealTime();
 
 // The producer is a task on a one-worker scheduler with nothing else to run: what a full
-// bounded channel costs a task sender, which suspends where a thread would block.
+// bounded channel costs a task sender, which spins for room like a thread only while its worker
+// has nothing else queued, and otherwise suspends.
 void BM_ChannelThroughputFromTask(benchmark::State& state)
 {
     TC::Scheduler scheduler(1u);
