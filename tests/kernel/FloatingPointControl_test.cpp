@@ -259,6 +259,43 @@ TEST_CASE("Each task keeps its own floating-point control state across yields an
     CHECK(Current() == Mode{}); // the test's own thread was never touched
 }
 
+TEST_CASE("Each task keeps its own control state while tasks raise and clear the exception "
+          "flags between switches",
+          "[fpu]")
+{
+    // The flags are status, not control: the x86-64 switch leaves them with the thread and loads
+    // the other side's control bits only (Switch_x86_64_sysv.S), so here the flags differ at
+    // almost every switch while the control bits must still follow each task.
+    DefaultModeAtExit restore;
+    Checks checks;
+    const long rounds = TestSupport::Scaled(20'000);
+    Scheduler scheduler(Workers(1, Mode{}));
+    std::vector<JoinHandle> tasks;
+    for (std::size_t index = 0; index < kTaskModes.size(); ++index)
+        tasks.push_back(scheduler.Start(
+            [&, index]
+            {
+                const Mode mode = kTaskModes[index];
+                Apply(mode);
+                volatile double numerator = 1.0;
+                volatile double denominator = 3.0;
+                for (long i = 0; i < rounds; ++i)
+                {
+                    if ((i + static_cast<long>(index)) % 2 == 0)
+                        std::feclearexcept(FE_ALL_EXCEPT);
+                    else
+                        denominator = numerator / denominator; // inexact: raises FE_INEXACT
+                    YieldTask();
+                    checks.Expect(mode, "after a yield, with the flags changed around it");
+                }
+            }));
+    for (JoinHandle& task : tasks)
+        task.Join();
+    INFO(checks.firstWrong);
+    CHECK(checks.wrong.load() == 0);
+    CHECK(checks.made.load() == rounds * static_cast<long>(kTaskModes.size()));
+}
+
 TEST_CASE("A task starts with its worker thread's floating-point control state, not with what "
           "the task before it left",
           "[fpu]")

@@ -72,7 +72,10 @@ struct SchedulerHooks
     // flush-to-zero; on x86-64 MXCSR and the x87 control word) its worker thread has once
     // threadStart returned -- a host-pumped task, the host thread's as the pump call began
     // running work -- never with what the task before it left; each task then keeps its own
-    // across suspensions, yields and moves, as the ABI keeps it across a call.
+    // across suspensions, yields and moves, as the ABI keeps it across a call. MXCSR's exception
+    // flags are status, not control (the ABI lets any call change them): they stay with the
+    // thread, so a task may find flags raised by another after it suspends, and loses its own
+    // when it moves to another thread; test them with fetestexcept between two waits.
     // threadStop runs after the worker left its scheduler: Scheduler::Current() is nullptr there
     // and a Submit to that scheduler from it is refused (the destructor is past its last look).
     std::function<void(unsigned workerIndex)> threadStart;

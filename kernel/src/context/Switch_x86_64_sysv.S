@@ -1,28 +1,32 @@
 /* Context switch for x86-64, System V ABI (Linux, BSD, macOS-style ELF/Mach-O not covered).
  *
  * void* TC_SwitchContext(void** saveSp, void* loadSp, void* message)
- *   Saves exactly what the ABI says a callee must preserve -- rbx, rbp, r12-r15, the MXCSR
- *   control/status bits and the x87 control word -- on the current stack, stores the stack
- *   pointer to *saveSp, loads loadSp and restores the same set from there. The context switched
- *   to sees `message` as the return value of its own TC_SwitchContext call (or, when it is fresh,
- *   as its entry's second argument), so a switcher can hand over what both sides need without
+ *   Saves exactly what the ABI says a callee must preserve -- rbx, rbp, r12-r15, MXCSR's
+ *   control bits and the x87 control word -- on the current stack, stores the stack pointer to
+ *   *saveSp, loads loadSp and restores the same set from there. The context switched to sees
+ *   `message` as the return value of its own TC_SwitchContext call (or, when it is fresh, as
+ *   its entry's second argument), so a switcher can hand over what both sides need without
  *   thread-local storage. rip travels as the return address, but is popped into r8
  *   (caller-saved) and reached with an indirect jump: a `ret` would be predicted to return to
  *   this call's own caller, which it never does, and that misprediction tripled the cost of a
- *   switch (23.7 ns against 7.9 ns for Boost.Context, which jumps the same way). The two control
- *   words are stored and reloaded unconditionally, as Boost.Context does: skipping the reload
- *   when they match needs the stored MXCSR read back, and that read waits for stmxcsr (4 ns on
- *   AMD Zen 5, where ldmxcsr and fldcw together cost 1.2 ns): 7.3 against 5.3-5.7 ns per switch
- *   there (guides/performance.md). Frame layout at a saved stack pointer (ContextAsm.cpp
- *   mirrors it):
+ *   switch (23.7 ns against 7.9 ns for Boost.Context, which jumps the same way).
+ *   MXCSR's six exception flags are status, which the ABI makes caller-saved: they stay with
+ *   the thread, and the other side's control bits are loaded (ldmxcsr) only when they differ
+ *   from this side's. On Intel (Xeon, family 6 model 167) a stmxcsr after the flags changed
+ *   costs 14-27 ns, and a switch that reloaded the other side's flags changed them whenever one
+ *   side had raised one the other had not -- any inexact result does: 34 ns per switch there,
+ *   against 3.9 ns for Boost.Context, whose two sides had the same flags (guides/performance.md).
+ *   Comparing needs this side's stored MXCSR read back, which waits for stmxcsr (4 ns on AMD
+ *   Zen 5). The x87 control word has no flags; it is reloaded always (fldcw: 0.7 ns on Zen 5).
+ *   Frame layout at a saved stack pointer (ContextAsm.cpp mirrors it):
  *     [sp+0]  MXCSR (low 4 bytes), x87 control word (next 2 bytes)
  *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
  *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
  */
 /* The part both entries share: saves the callee-saved set and the control words on the
  * switcher's stack, stores rsp to *rdi, moves to the stack in rsi and loads the control words
- * saved there. rsp then points at the other side's frame. rcx carries TC_SwitchContextThen's
- * `then`. */
+ * saved there (MXCSR's control bits only, as above). rsp then points at the other side's frame.
+ * Clobbers rax and r9; rcx carries TC_SwitchContextThen's `then`. */
     .macro TC_SAVE_AND_SWITCH_STACKS
     pushq   %rbp
     pushq   %rbx
@@ -34,9 +38,20 @@
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
+    movl    (%rsp), %eax            /* this thread's MXCSR: its status flags stay in force */
     movq    %rsi, %rsp
-    ldmxcsr (%rsp)
     fldcw   4(%rsp)
+    movl    (%rsp), %r9d
+    xorl    %eax, %r9d
+    testl   $0xFFFFFFC0, %r9d       /* the control bits (all but the six flags) differ? */
+    jz      1f
+    andl    $0x3F, %eax
+    movl    (%rsp), %r9d
+    andl    $0xFFFFFFC0, %r9d       /* the other side's control bits, this thread's flags */
+    orl     %eax, %r9d
+    movl    %r9d, (%rsp)
+    ldmxcsr (%rsp)
+1:
     .endm
 
     .text
