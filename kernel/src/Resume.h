@@ -18,9 +18,9 @@ void Reschedule(SuspendedTaskEntry* entry) noexcept;
 inline void CallOnSuspended(SuspendedTaskEntry& entry, ThreadState& thread) noexcept
 {
     ReachRacePoint(RacePoint::BeforeOnSuspended, entry);
-    ++thread.callbackDepth;
+    EnterCallback(thread);
     entry.callback_->OnSuspended(SuspendedTask(&entry));
-    --thread.callbackDepth;
+    LeaveCallback(thread);
     ReachRacePoint(RacePoint::AfterOnSuspended, entry); // identifies only: may be resumed by now
 }
 

@@ -1551,6 +1551,38 @@ void SchedulerCore::FreeTask(Task* task) noexcept
 // ---------------------------------------------------------------------------------------------
 // The switch away from a running task
 
+namespace
+{
+// SwitchAway's general case: `next` (nullptr: none) is the pick, which may need a stack bound
+// first (or end unrun, and then the one after it is taken); task hooks are called.
+[[gnu::noinline]] void SwitchAwayGeneral(Worker& worker, Task* self, PostSwitch action,
+                                         Task* next) noexcept
+{
+    SchedulerCore* core = worker.core;
+    while (next && !core->PrepareToRun(next, &worker))
+        next = core->TryDequeueLocalTask(worker); // it ended unrun (no stack): the next one
+    ExecutionContext* destination = &worker.context;
+    if (next)
+    {
+        worker.current = next;
+        if (core->taskHooks)
+            CallTaskHook(core->options.hooks.taskEnter, next);
+        destination = &next->context;
+    }
+    else
+        worker.current = nullptr;
+    SwitchTo(self->context, *destination, &worker, action == PostSwitch::Finish);
+}
+
+// SwitchAway with task hooks: taskLeave before the pick, as the hook may queue work.
+[[gnu::noinline]] void SwitchAwayWithHooks(Worker& worker, Task* self, PostSwitch action) noexcept
+{
+    CallTaskHook(worker.core->options.hooks.taskLeave, self);
+    SwitchAwayGeneral(worker, self, action,
+                      worker.directSwitch ? worker.core->TryDequeueLocalTask(worker) : nullptr);
+}
+} // namespace
+
 void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerCore* target) noexcept
 {
     Worker* worker = &currentWorker;
@@ -1560,27 +1592,29 @@ void SwitchAway(Worker& currentWorker, Task* self, PostSwitch action, SchedulerC
     CheckCanary(self);
     worker->post = action;
     worker->postTask = self;
-    worker->postTarget = target;
+    if (action == PostSwitch::Requeue)
+        worker->postTarget = target; // read for Requeue only
+    // The common case calls nothing before the switch, so it saves no registers: every store
+    // here is one that the next task's first read-modify-write (the suspended waiter's publish
+    // in OnSuspended) waits for.
     SchedulerCore* core = worker->core;
-    if (core->taskHooks)
-        CallTaskHook(core->options.hooks.taskLeave, self);
-    Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
-    while (next && !core->PrepareToRun(next, worker))
-        next = core->TryDequeueLocalTask(*worker); // it ended unrun (no stack): the next one
-    ExecutionContext* destination = &worker->context;
-    if (next)
+    if (core->taskHooks) [[unlikely]]
     {
-        // Straight to the next ready task: one switch, and its first act is our post action.
-        worker->current = next;
-        if (core->taskHooks)
-            CallTaskHook(core->options.hooks.taskEnter, next);
-        destination = &next->context;
+        SwitchAwayWithHooks(*worker, self, action);
+        return;
     }
-    else
-        worker->current = nullptr;
-    // The last call, so with the assembly backend a jump: when this task runs again (perhaps on
-    // another thread), it continues straight in SwitchAway's caller.
-    SwitchTo(self->context, *destination, worker, action == PostSwitch::Finish);
+    Task* next = worker->directSwitch ? core->TryDequeueLocalTask(*worker) : nullptr;
+    if (next && !next->contextReady) [[unlikely]]
+    {
+        SwitchAwayGeneral(*worker, self, action, next);
+        return;
+    }
+    // Straight to the next ready task (one switch, and its first act is our post action), or
+    // back to the worker loop. The last call, so with the assembly backend a jump: when this
+    // task runs again (perhaps on another thread), it continues straight in SwitchAway's caller.
+    worker->current = next;
+    SwitchTo(self->context, next ? next->context : worker->context, worker,
+             action == PostSwitch::Finish);
 }
 } // namespace TC::detail
 

@@ -2,6 +2,7 @@
 // Per-thread kernel state: which worker this thread is running, whether it is inside a callback,
 // and its identity when it waits as a converted thread.
 
+#include <TC/Checked.h>
 #include <TC/SuspendedTask.h>
 
 #include <atomic>
@@ -34,7 +35,7 @@ struct ThreadState : TaskIdentity
                 return true;
         return false;
     }
-    int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout
+    int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout (checked builds only)
     bool isWorkerThread = false;  // a scheduler's own worker thread
     bool isTimerThread = false;   // the one timer thread (EnableTimers)
     // Numbers the threads that pumped a host worker (0: not yet), for Worker::contextThread: an
@@ -55,5 +56,20 @@ extern constinit thread_local ThreadState threadState;
 inline ThreadState& CurrentThreadInSwitchFreeCode() noexcept
 {
     return threadState;
+}
+
+// Around a callback (OnSuspended, OnTimeout): only checked mode reads the depth (a wait inside a
+// callback), so a release build keeps the two stores off every suspend's path.
+inline void EnterCallback([[maybe_unused]] ThreadState& thread) noexcept
+{
+#if TC_CHECKED
+    ++thread.callbackDepth;
+#endif
+}
+inline void LeaveCallback([[maybe_unused]] ThreadState& thread) noexcept
+{
+#if TC_CHECKED
+    --thread.callbackDepth;
+#endif
 }
 } // namespace TC::detail

@@ -294,9 +294,9 @@ private:
         SuspendedTaskEntry* entry = node.entry;
         const bool parked = IsParkedCoroutine(*entry); // read while the frame surely lives
         ThreadState& thread = CurrentThread();
-        ++thread.callbackDepth;
+        EnterCallback(thread);
         const bool tookBack = entry->callback_->OnTimeout(SuspendedTask(entry));
-        --thread.callbackDepth;
+        LeaveCallback(thread);
         if (!tookBack)
         {
             // A resumer has the handle; its ResumeTask makes the waiter runnable, and the waiter
