@@ -582,8 +582,8 @@ void SwitchAway(Worker& worker, Task* self, PostSwitch action, SchedulerCore* ta
 // `worker` is the switch's message: the worker of the thread this context now runs on.
 // A plain suspend, by far the most common action, is handled here without a call of its own:
 // with no test kit listening and checked mode off, OnSuspended is called last, as a jump, and
-// nothing is stored but the cleared action -- so the primitive's publishing read-modify-write
-// waits for as few stores to drain as the switch allows. With the assembly switch this runs
+// nothing is stored but the cleared action (the race points and the callback depth are
+// RunPostSwitch's, for the other cases). With the assembly switch this runs
 // inside the switch (SwitchContextThen), so a suspended task continues straight in the code
 // that suspended; elsewhere right after SwitchContext returns. Running it twice is harmless: it
 // clears the action it runs.
