@@ -41,11 +41,16 @@ constexpr std::int64_t DeadlineAfter(std::int64_t now, std::int64_t ns) noexcept
     return ns > INT64_MAX - now ? INT64_MAX : now + ns;
 }
 
+// The deadline of a zero or negative timeout: passed before the wait was armed.
+inline constexpr std::int64_t kExpiredWhenArmed = INT64_MIN;
+
 // Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming.
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept;
 // After OnSuspended: puts the deadline in the heap unless a resume already arrived, and returns
-// true in that case (a parked coroutine's caller then submits it). Touches neither node nor
-// entry after its final state change.
+// true in that case (a parked coroutine's caller then submits it). A task's or a converted
+// thread's deadline that had passed before the wait (kExpiredWhenArmed) is fired right here
+// instead, on the calling thread, as the timer thread would fire it (returns false). Touches
+// neither node nor entry after its final state change.
 bool ArmTimer(TimerNode& node) noexcept;
 // From ResumeTask for a parked coroutine: marks the node resumed and takes it out of the heap.
 // True: nothing can touch the node any more and the caller submits the coroutine. False: the

@@ -209,6 +209,33 @@ void BM_TimedWaitResumedEarly(benchmark::State& state)
 }
 BENCHMARK(BM_TimedWaitResumedEarly)->UseRealTime();
 
+// A wait whose timeout is zero, on the seed's Mailbox with nothing in it: an item is one
+// Take(value, 0), which publishes the waiter and times out at once. range(0) == 0: from the
+// benchmark's (converted) thread; 1: from a task, which suspends and is rescheduled. The arming
+// thread fires such a deadline itself; through the timer thread it took about 25 us.
+void BM_TimedWaitExpired(benchmark::State& state)
+{
+    TC::EnableTimers(); // without it a timed wait has no limit
+    Mailbox box;
+    bool allTimedOut = true;
+    auto takeAll = [&]
+    {
+        int value = 0;
+        for (auto _ : state)
+            allTimedOut &= !box.Take(value, TC::Duration::Zero());
+    };
+    if (state.range(0) == 0)
+        takeAll();
+    else
+    {
+        TC::Scheduler scheduler(Workers(1));
+        scheduler.Start(takeAll).Join();
+    }
+    if (TCBench::Expect(state, allTimedOut, "a Take from an empty mailbox did not time out"))
+        TCBench::ReportItems(state, 1);
+}
+BENCHMARK(BM_TimedWaitExpired)->Arg(0)->Arg(1)->UseRealTime();
+
 // BM_ScalingPingPongPairs_TC: range(0) independent client/server pairs, each the same-thread
 // ping-pong above, on a scheduler of range(0) workers; an item is one round trip of one pair.
 // Each pair is started by a root task that starts both sides from its worker, so a pair begins

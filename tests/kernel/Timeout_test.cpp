@@ -150,6 +150,9 @@ TEST_CASE("Timed waits resumed early, many times, from another task")
 
 TEST_CASE("Timeouts racing resumes: every value arrives exactly once")
 {
+    // 20 us: the timer thread fires; zero: the waiting worker fires in the switch (ArmExpired),
+    // racing the producer's Put between the publish and the take-back.
+    const Duration timeout = GENERATE(Duration(std::chrono::microseconds(20)), Duration::Zero());
     Mailbox data, ack;
     Scheduler scheduler(2);
     const int values = static_cast<int>(TestSupport::Scaled(20000));
@@ -160,7 +163,7 @@ TEST_CASE("Timeouts racing resumes: every value arrives exactly once")
         while (count < values)
         {
             int value = 0;
-            if (data.Take(value, std::chrono::microseconds(20)))
+            if (data.Take(value, timeout))
             {
                 received += value;
                 ++count;
@@ -465,4 +468,97 @@ TEST_CASE("A timed coroutine wait whose executor drops the resumed frame leaves 
     REQUIRE(ran == 0);
     REQUIRE(Droppable::QuarantineSize() == frames); // each frame was dropped, none resumed
     REQUIRE(Droppable::ReleaseQuarantine());
+}
+
+namespace
+{
+// Records where OnTimeout ran, and takes the waiter back unless `resumerHasIt` (then a resumer,
+// the test, holds the handle and the wait lasts until its ResumeTask).
+struct WhereTimedOut final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> published{nullptr};
+    std::atomic<int> timeouts{0};
+    std::thread::id timeoutThread;
+    bool resumerHasIt = false;
+
+    void OnSuspended(SuspendedTask task) noexcept override { published.store(task); }
+    bool OnTimeout(SuspendedTask task) noexcept override
+    {
+        timeoutThread = std::this_thread::get_id();
+        ++timeouts;
+        if (resumerHasIt)
+            return false;
+        SuspendedTask expected = task;
+        return published.compare_exchange_strong(expected, nullptr);
+    }
+};
+} // namespace
+
+TEST_CASE("A zero or negative timeout is fired by the waiting thread, not the timer thread")
+{
+    // Through the timer thread a deadline that had already passed took about 25 us to fire; the
+    // arming thread now fires it (Timers.cpp, ArmExpired). A coroutine's still goes through the
+    // timer thread, since its arming runs inside await_suspend.
+    SECTION("a converted thread")
+    {
+        WhereTimedOut callback;
+        REQUIRE_FALSE(SuspendTaskFor(&callback, Duration::Zero()));
+        REQUIRE(callback.timeouts == 1);
+        REQUIRE(callback.timeoutThread == std::this_thread::get_id());
+        REQUIRE_FALSE(SuspendTaskFor(&callback, -1ms));
+        REQUIRE(callback.timeouts == 2);
+    }
+    SECTION("a task, on its worker thread")
+    {
+        Scheduler scheduler(1);
+        WhereTimedOut callback;
+        std::thread::id taskThread;
+        bool resumed = true;
+        scheduler
+            .Start(
+                [&]
+                {
+                    taskThread = std::this_thread::get_id();
+                    resumed = SuspendTaskFor(&callback, Duration::Zero());
+                })
+            .Join();
+        REQUIRE_FALSE(resumed);
+        REQUIRE(callback.timeouts == 1);
+        REQUIRE(callback.timeoutThread == taskThread);
+    }
+    SECTION("a task whose resumer already has the handle waits for its ResumeTask")
+    {
+        Scheduler scheduler(1);
+        WhereTimedOut callback;
+        callback.resumerHasIt = true;
+        std::atomic<int> result{-1};
+        auto task = scheduler.Start([&] { result = SuspendTaskFor(&callback, -5ms) ? 1 : 0; });
+        while (callback.timeouts == 0)
+            std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(10ms);
+        REQUIRE(result == -1);
+        ResumeTask(callback.published.exchange(nullptr));
+        task.Join();
+        REQUIRE(result == 1);
+        REQUIRE(callback.timeouts == 1);
+    }
+    SECTION("a resume during OnSuspended wins: no OnTimeout")
+    {
+        ResumeInOnSuspended callback;
+        REQUIRE(SuspendTaskFor(&callback, Duration::Zero()));
+        Scheduler scheduler(1);
+        bool resumed = false;
+        scheduler.Start([&] { resumed = SuspendTaskFor(&callback, Duration::Zero()); }).Join();
+        REQUIRE(resumed);
+    }
+    SECTION("a coroutine with no executor: the timer thread")
+    {
+        WhereTimedOut callback;
+        std::atomic<int> result{-1};
+        TimedCoroutine(&callback, Duration::Zero(), &result);
+        while (result.load() == -1)
+            std::this_thread::sleep_for(1ms);
+        REQUIRE(result == 0);
+        REQUIRE(callback.timeoutThread != std::this_thread::get_id());
+    }
 }

@@ -19,10 +19,12 @@ public:
     virtual void OnSuspended(SuspendedTask task) noexcept = 0;
 
     // Runs on the timer thread when a SuspendTaskFor deadline passes, while the waiter is still
-    // suspended. Return true if this call took the handle back from where OnSuspended put it
-    // (the wait then returns false), false if a resumer already has it (the kernel then waits for
-    // that resumer's ResumeTask and the wait returns true). Never resume the task here. The
-    // default, false, is right only for primitives that never time out.
+    // suspended -- or, for a zero or negative timeout of a task or a converted thread, right
+    // after OnSuspended on the waiting thread (a task's worker, inside the switch). Return true if
+    // this call took the handle back from where OnSuspended put it (the wait then returns false),
+    // false if a resumer already has it (the kernel then waits for that resumer's ResumeTask and
+    // the wait returns true). Never resume the task here. The default, false, is right only for
+    // primitives that never time out.
     virtual bool OnTimeout(SuspendedTask /*task*/) noexcept { return false; }
 
 protected:

@@ -22,7 +22,9 @@ void SuspendTask(ISuspendCallback* callback);
 // has the handle, and this returns true once that resumer's ResumeTask arrives. Returns true
 // whenever a ResumeTask ended the wait. Without EnableTimers(), or with Duration::Infinite(),
 // there is no limit and this behaves as SuspendTask. Zero or negative: published, then timed out
-// at once unless resumed first.
+// at once unless resumed first; for a task or a converted thread OnTimeout then runs on the
+// waiting thread right after OnSuspended, with no trip through the timer thread (about 50 ns
+// against 25 us), for a coroutine on the timer thread.
 bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 
 // Makes a suspended waiter runnable again where it was suspended: a task on its scheduler, a
