@@ -363,7 +363,7 @@ private:
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept
 {
     // Never early, and cheaper than a steady-clock read where the TSC serves (DeadlineClock.h).
-    node.deadline = timeout.Nanoseconds() <= 0
+    node.deadline = timeout == Duration::Zero() // negatives are clamped to it
                         ? kExpiredWhenArmed
                         : DeadlineAfter(DeadlineNowNanoseconds(), timeout.Nanoseconds());
     node.child = node.sibling = node.prev = nullptr;

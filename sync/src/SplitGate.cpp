@@ -8,7 +8,7 @@ namespace TC::Synchronization::detail
 {
 AcquireResult SplitGate::Acquire(Duration timeout)
 {
-    if (!timeout.IsInfinite() && timeout.Nanoseconds() <= 0)
+    if (timeout == Duration::Zero()) // negatives are clamped to it (Duration.h)
     {
         // A zero or negative timeout never waits, timers or not: a published wait would be a
         // publish and a take-back (the kernel fires an expired deadline on the waiting thread:
