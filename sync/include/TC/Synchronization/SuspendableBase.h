@@ -57,8 +57,9 @@ class SuspendableBase;
 // the timer thread may have begun its OnTimeout, which reads the slot, just before that Resume,
 // and the wait returns only after OnTimeout has (so the waiter itself may destroy it then).
 //
-// Re-check in flight: the re-check reads the object after the waiter was published, so a waiter that a Resume reached meanwhile could return from its
-// wait while the re-check still runs on the thread it left. The publication is therefore
+// Re-check in flight: the re-check reads the object after the waiter was published, so a waiter
+// that a Resume reached meanwhile could return from its wait while the re-check still runs on the
+// thread it left. The publication is therefore
 // counted (one RMW before it, a release decrement after the re-check, its last access), and
 // Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
 // Callback() calls WaitOutPublishers() in await_resume. The _s events (AutoResetEvent_s,
@@ -176,13 +177,15 @@ private:
 // slot of its own and is resumed last by Resume(), and by ResumeNext() only when nobody else
 // waits.
 //
-// Lifetime, the rule every Waitable and Suspendable of this kind inherits:
+// Lifetime, the rule every Waitable of this kind inherits (a Suspendable's waiters read the state
+// again after each resume: see Suspendable.h):
 /// - A waiter that is not the creator (a task, converted thread or coroutine) never touches the
 ///   object once a resumer has handed it to ResumeTask: its wait returns without another look.
-/// - The creator's wait -- suspended or passed at once -- returns only after every call that
-///   entered the object before the creator passed has left it: each Resume, ResumeNext and
-///   ResumeNonReentrant, each ResumerScope, and each waiter's publication and re-check
-///   (OnPublished, which may call Resume). So the creator may destroy the object as soon as its
+/// - The creator's wait -- suspended, or passed at once and then WaitOutCallsIfCreator(), as
+///   Waitable's Wait does -- returns only after every call that entered the object before the
+///   creator passed has left it: each Resume, ResumeNext and ResumeNonReentrant, each
+///   ResumerScope, and each waiter's publication and re-check (OnPublished, which may call
+///   Resume). So the creator may destroy the object as soon as its
 ///   own wait returns, provided no call on it begins later: every other waiter was suspended on
 ///   it (or its wait had returned) before the state change that let the creator pass, and a
 ///   resumer whose state change the creator can see before that resumer's Resume begins holds a
