@@ -84,7 +84,8 @@ TEST_CASE("ManualResetEvent: the creator destroys it right after its Wait, suspe
 
 // Latch.h: "Destruction: by any waiter as soon as its Wait returned, provided nobody counts it
 // down or starts a wait any more."
-TEST_CASE("Latch: the creator destroys it right after its Wait, suspended or not", "[contract][latch]")
+TEST_CASE("Latch: the creator destroys it right after its Wait, suspended or not",
+          "[contract][latch]")
 {
     SECTION("every waiter suspended")
     {

@@ -170,7 +170,16 @@ void CheckEarlyWaitersLeaveTheObjectAlone()
 // coroutine) never touches the object once a resumer has handed it to ResumeTask."
 TEST_CASE("Waiters resumed before the creator never read the object again", "[contract][early]")
 {
-    SECTION("a guide-style Waitable<Multiple> gate") { CheckEarlyWaitersLeaveTheObjectAlone<GateSubject>(); }
-    SECTION("AutoResetEvent") { CheckEarlyWaitersLeaveTheObjectAlone<AutoResetSubject>(); }
-    SECTION("WaitGroup") { CheckEarlyWaitersLeaveTheObjectAlone<WaitGroupSubject>(); }
+    SECTION("a guide-style Waitable<Multiple> gate")
+    {
+        CheckEarlyWaitersLeaveTheObjectAlone<GateSubject>();
+    }
+    SECTION("AutoResetEvent")
+    {
+        CheckEarlyWaitersLeaveTheObjectAlone<AutoResetSubject>();
+    }
+    SECTION("WaitGroup")
+    {
+        CheckEarlyWaitersLeaveTheObjectAlone<WaitGroupSubject>();
+    }
 }
