@@ -55,11 +55,9 @@ OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept
     return own;
 }
 
-void BusyCount::DrainFrom(const std::uint64_t look, const bool unlessInside) const noexcept
+void BusyCount::DrainFrom(const std::uint64_t look) const noexcept
 {
     const OwnScopes own = BusyFramesOnThisThread(*this);
-    if (unlessInside && (own.half[0] != 0 || own.half[1] != 0))
-        return;
     std::uint64_t word = look;
     bool clear[2] = {false, false};
     for (unsigned spins = 0;;)

@@ -385,27 +385,29 @@ private:
     std::atomic<bool> open_{false};
 };
 
-// The waiter (a task started from outside, so not a Multiple object's creator) frees the object
-// as soon as its wait returns, as the documented lifetimes allow. Its re-check is held on the
-// worker it left while this thread opens the object, so it runs again on the other worker: its
-// wait must not return until the re-check has left the object.
+// The waiter frees the object as soon as its wait returns, as the documented lifetimes allow
+// (for Multiple, the waiter is the creator: it constructs the object inside its task). Its
+// re-check is held on the worker it left while this thread opens the object, so it runs again on
+// the other worker: its wait must not return until the re-check has left the object.
 template <class Held>
 void CheckWaitOutlivesRecheck()
 {
     RecheckControl control;
     std::atomic<bool> returned{false};
-    auto* object = new Held(control);
+    std::atomic<Held*> made{nullptr};
     TC::Scheduler scheduler(2u);
     auto waiter = scheduler.Start(
         [&]
         {
+            auto* object = new Held(control);
+            made.store(object);
             object->Wait();
             returned.store(true);
             delete object;
             control.destroyed.store(true);
         });
     REQUIRE(Eventually([&] { return control.entered.load(); }));
-    object->Open();
+    made.load()->Open();
     std::this_thread::sleep_for(50ms);
     CHECK_FALSE(returned.load()); // still waiting out the re-check
     control.release.store(true);
@@ -415,7 +417,7 @@ void CheckWaitOutlivesRecheck()
 }
 } // namespace
 
-TEST_CASE("A Multiple waiter's wait returns only after its own re-check has left the object",
+TEST_CASE("A Multiple creator's wait returns only after its own re-check has left the object",
           "[waitable]")
 {
     CheckWaitOutlivesRecheck<HeldGate>();

@@ -12,7 +12,12 @@ namespace TC::Synchronization
 // waits, leaves the event signaled so that the next Wait passes at once and clears it. Sets do
 // not accumulate: two Sets with nobody waiting let one waiter pass.
 //
-// Destruction: when no waiter is suspended and no Set is running.
+// Destruction: when no waiter is suspended and no Set is running. Its creator (the task or
+// converted thread that constructed it), resumed last, may destroy it as soon as its own Wait
+// returned, provided every other waiter was suspended on it, or had returned, before the Set that
+// let the creator pass, and no other Set can still be running: the creator's Wait waits out
+// what the Set that resumed it still does there, and every other waiter -- task, thread or
+// coroutine -- touches nothing of the event once resumed.
 class AutoResetEvent : public Waitable<SuspensionKind::Multiple, AutoResetEvent>
 {
 public:

@@ -57,9 +57,9 @@ class SuspendableBase;
 // the timer thread may have begun its OnTimeout, which reads the slot, just before that Resume,
 // and the wait returns only after OnTimeout has (so the waiter itself may destroy it then).
 //
-// Re-check in flight: the re-check reads the object after the waiter was published, so (as
-// seed 004 says of its Mailbox) a waiter that a Resume reached meanwhile could return from its
-// wait while the re-check still runs on the thread it left. The publication is therefore
+// Re-check in flight: the re-check reads the object after the waiter was published, so a waiter
+// that a Resume reached meanwhile could return from its wait while the re-check still runs on the
+// thread it left. The publication is therefore
 // counted (one RMW before it, a release decrement after the re-check, its last access), and
 // Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
 // Callback() calls WaitOutPublishers() in await_resume. The _s events (AutoResetEvent_s,
@@ -172,18 +172,26 @@ private:
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, no timeouts.
 //
 // Waiters are chained through their SuspendedTaskEntry's leading link (no allocation) and woken
-// newest first. The waiter that constructed the object -- a task, or a converted thread -- is kept
-// in a slot of its own and resumed last by Resume(), so it may destroy the object once its wait
-// returns, provided every other Resume of the object has returned too (a resumer that is still
-// inside Resume touches the object; that is the rule the guide states for Latch). Destroy the
-// object only when no waiter is suspended on it.
+// newest first. The creator -- the task or converted thread that constructed the object; nobody
+// when it was constructed outside a task on a worker or pump, as a coroutine's is -- waits in a
+// slot of its own and is resumed last by Resume(), and by ResumeNext() only when nobody else
+// waits.
 //
-// Re-checks in flight: a waiter's publication and re-check (OnPublished) run on the thread it
-// suspended from and may still be running when a Resume has already resumed it, and the
-// creator with it. Every publication is therefore counted (one RMW before the push, one after
-// the re-check, its last access to the object), and Suspend() returns only once no publication
-// is in flight; a coroutine awaiter over Callback() calls WaitOutPublishers() in await_resume.
-// So when the creator's wait returns, the re-check of every waiter resumed before it is over.
+// Lifetime, the rule every Waitable of this kind inherits (a Suspendable's waiters read the state
+// again after each resume: see Suspendable.h):
+/// - A waiter that is not the creator (a task, converted thread or coroutine) never touches the
+///   object once a resumer has handed it to ResumeTask: its wait returns without another look.
+/// - The creator's wait -- suspended, or passed at once and then WaitOutCallsIfCreator(), as
+///   Waitable's Wait does -- returns only after every call that entered the object before the
+///   creator passed has left it: each Resume, ResumeNext and ResumeNonReentrant, each
+///   ResumerScope, and each waiter's publication and re-check (OnPublished, which may call
+///   Resume). So the creator may destroy the object as soon as its
+///   own wait returns, provided no call on it begins later: every other waiter was suspended on
+///   it (or its wait had returned) before the state change that let the creator pass, and a
+///   resumer whose state change the creator can see before that resumer's Resume begins holds a
+///   ResumerScope() around both.
+/// - ResumeNextUnordered holds no scope: a primitive that calls it states its own rule.
+/// - Anyone else destroys the object only when nobody waits on it and no call on it is running.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
 {
@@ -231,31 +239,46 @@ protected:
     }
 
     // Suspends the calling task or converted thread until a Resume reaches it. Not from a
-    // callback, not from a worker thread outside a task (coroutines co_await instead).
+    // callback, not from a worker thread outside a task (coroutines co_await instead). The
+    // creator returns once the calls it must wait out have left (see the class comment); any
+    // other waiter returns without touching the object again.
     void Suspend()
     {
-        if (creator_ && GetCurrentTask() == creator_)
+        if (IsCreatorHere())
         {
             // The creator goes to its own slot. Its callback lives on its stack for this wait;
             // OnSuspended copies what it needs before publishing.
             CreatorCallback callback(this);
             SuspendTask(&callback);
+            busy_.Drain();
         }
         else
         {
-            SuspendTask(this);
+            SuspendTask(this); // from here on the object may be gone
         }
-        WaitOutPublishers();
     }
 
-    // Returns once no waiter's publication and re-check is running on the object (see the class
-    // comment); a few instructions of someone else's OnSuspended at most, never a suspension.
-    void WaitOutPublishers() const noexcept { publishing_.Drain(); }
+    // For a waiter that passed without suspending (its TryWait succeeded): the creator returns
+    // once the calls that entered before it passed have left; anyone else after one load.
+    void WaitOutCallsIfCreator() const noexcept
+    {
+        busy_.DrainIf([this]() noexcept { return IsCreatorHere(); });
+    }
+
+    // For a resumer whose state change can let the creator pass before its Resume begins (a
+    // count that reaches zero, then Resume): held from before the state change until after the
+    // Resume, it makes the creator's wait wait out that Resume too. Two read-modify-writes.
+    [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
+    {
+        return detail::BusyCount::Scope(busy_);
+    }
 
     // Resumes every waiter suspended now, newest first, the creator last. Returns the number
-    // resumed. Any thread. The object is not touched after the last ResumeTask.
+    // resumed. Any thread. Its last access to the object is the end of its scope, which the
+    // creator's wait waits out.
     std::size_t Resume() noexcept
     {
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
         std::size_t resumed = 0;
         // PopAll peeks at the head with a relaxed load; the fence orders that peek after the
         // caller's state change (the resumer's half of the store-load pairing).
@@ -269,6 +292,8 @@ protected:
             entry = next;
             ++resumed;
         }
+        // Taken after the others were resumed: a waiter resumed inline that starts a new round
+        // still finds the creator waiting (WaitGroup's checked mode reports that).
         if (const SuspendedTask creator = TakeCreatorWaiter())
         {
             ResumeTask(creator);
@@ -278,15 +303,19 @@ protected:
     }
 
     // Resumes the newest waiter (the creator only when nobody else waits); true if there was one.
+    // Holds a scope, as Resume.
     bool ResumeNext() noexcept
     {
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
         std::atomic_thread_fence(std::memory_order_seq_cst); // as in Resume
         return ResumeNextUnordered();
     }
 
-    // As ResumeNext, but without ordering its peeks after the caller's earlier writes: for a
-    // resumer whose state change need not precede them, because it made none yet and handles a
-    // waiter this misses itself (AutoResetEvent::Set). Saves the fence's RMW.
+    // As ResumeNext, but without ordering its peeks after the caller's earlier writes and
+    // without a scope: for a resumer whose state change need not precede them, because it made
+    // none yet and handles a waiter this misses itself (AutoResetEvent::Set), and whose own rule
+    // keeps the creator from destroying the object while it runs. Saves the fence and the
+    // scope's two read-modify-writes. It touches nothing after the ResumeTask it makes.
     bool ResumeNextUnordered() noexcept
     {
         if (SuspendedTaskEntry* const entry = waiters_.Pop())
@@ -306,10 +335,10 @@ protected:
     // reach code that calls it again, on this thread or another. At most one call resumes at a
     // time; a call that finds one running hands its request over and returns at once, and the
     // running call loops until no request is left. Bounded stack depth, no concurrent resumers.
-    // Unlike Resume, it touches the object after resuming, so it does not give the creator the
-    // right to destroy the object when its wait returns.
+    // Holds a scope over the whole loop, so the creator's wait waits it out as it does Resume.
     void ResumeNonReentrant() noexcept
     {
+        detail::BusyCount::Scope busy(busy_); // ends with the last access
         if (resumeRequests_.fetch_add(1) != 0)
             return; // the running call will see our request
         std::uint32_t handled = 1;
@@ -324,7 +353,7 @@ protected:
     }
 
     // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters
-    // (a coroutine is never treated as the creator).
+    // (a coroutine is never the creator, so its awaiter touches nothing after its resume).
     ISuspendCallback* Callback() noexcept { return this; }
 
     // The re-check: runs after the waiter was published, on the thread that suspended it,
@@ -343,7 +372,7 @@ private:
         void OnSuspended(SuspendedTask task) noexcept override
         {
             SuspendableBase* const owner = owner_; // this callback dies with the wait
-            detail::BusyCount::Scope publishing(owner->publishing_); // ends with the last access
+            detail::BusyCount::Scope publishing(owner->busy_); // ends with the last access
             [[maybe_unused]] const SuspendedTask previous = owner->creatorWaiter_.exchange(task);
             TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
                      "the creator of a Multiple object suspended on it twice");
@@ -353,6 +382,9 @@ private:
     private:
         SuspendableBase* owner_;
     };
+
+    // True on the creator: a plain load unless the object has one.
+    bool IsCreatorHere() const noexcept { return creator_ && GetCurrentTask() == creator_; }
 
     // The creator's slot, claimed by exchange only when the peek finds it taken: an empty slot
     // (the common case) costs a load, not an RMW. Relaxed peek: callers ran the seq_cst fence
@@ -368,7 +400,7 @@ private:
     {
         // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
         // fence makes the pair a full store-load barrier against the resumer's state change.
-        detail::BusyCount::Scope publishing(publishing_); // ends with the last access
+        detail::BusyCount::Scope publishing(busy_); // ends with the last access
         waiters_.Push(task.Entry());
         std::atomic_thread_fence(std::memory_order_seq_cst);
         OnPublished();
@@ -377,7 +409,7 @@ private:
     ConcurrentStack<SuspendedTaskEntry> waiters_;
     std::atomic<SuspendedTask> creatorWaiter_{nullptr};
     std::atomic<std::uint32_t> resumeRequests_{0};
-    detail::BusyCount publishing_; // publications and re-checks in flight
+    detail::BusyCount busy_; // calls in flight that the creator's wait waits out
     TaskHandle creator_;
 };
 } // namespace TC::Synchronization

@@ -2,7 +2,6 @@
 // WaitGroup: waits until every piece of work that was Add-ed has called Done.
 
 #include <TC/Synchronization/Waitable.h>
-#include <TC/Synchronization/detail/BusyCount.h>
 
 #include <atomic>
 #include <cstdint>
@@ -22,10 +21,13 @@ namespace TC::Synchronization
 // the rule by itself.) Checked mode fails an Add that takes the count up from zero while a
 // waiter is still suspended: it can only be one of the round before.
 //
-// Destruction: by any waiter as soon as its Wait returned (Wait returns only once every Add/Done
-// that was running has left the object), provided nobody adds to it or waits on it any more.
-// Exception: a coroutine with no executor is resumed inline, inside the Done that released it,
-// and returns into it; it must leave the group alive.
+// Destruction: by its creator (the task or converted thread that constructed it) as soon as its
+// Wait returned, provided nobody adds to it or starts a wait any more and every other waiter was
+// suspended on it, or had returned, before the count reached zero: the creator's Wait returns
+// only once every Add/Done and every re-check that was running has left the group, and every
+// other waiter -- task, thread or coroutine -- touches nothing of it once resumed. By anyone else
+// only when nobody waits on it and no Add/Done is running (a coroutine that owns one it waits on,
+// which is never its creator, uses a Latch instead: any waiter may destroy that).
 class WaitGroup : public Waitable<SuspensionKind::Multiple, WaitGroup>
 {
 public:
@@ -34,7 +36,9 @@ public:
     // Adds n pieces of work (n may be negative; reaching zero then releases the waiters).
     void Add(std::int64_t n = 1) noexcept
     {
-        detail::BusyCount::Scope busy(busy_); // ends with the last access
+        // Ends with the last access: the creator's Wait, which may see the count at zero
+        // before this Add's Resume begins, waits it out.
+        const detail::BusyCount::Scope busy = ResumerScope();
 #if TC_CHECKED
         // Read before the count moves: a waiter of the new round cannot be suspended yet.
         const bool waiterBefore = n > 0 && IsSuspended();
@@ -60,12 +64,7 @@ public:
 private:
     friend class Waitable<SuspensionKind::Multiple, WaitGroup>;
     void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
-    void AfterWait() const noexcept
-    {
-        busy_.DrainBeforeDestroy();
-    }
 
     std::atomic<std::int64_t> count_;
-    detail::BusyCount busy_;
 };
 } // namespace TC::Synchronization

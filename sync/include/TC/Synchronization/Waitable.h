@@ -5,23 +5,43 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/SuspendableBase.h>
 
+#include <concepts>
 #include <coroutine>
+#include <type_traits>
+#include <utility>
 
 namespace TC::Synchronization
 {
-// T provides a public `bool TryWait()` (non-blocking; true when the waiter may pass, consuming
-// whatever passing consumes) and a public `void Resume()` that resumes the waiters a successful
-// TryWait stands for. State changes that let waiters pass must happen before T calls Resume.
+namespace detail
+{
+// The class a pointer to member belongs to: T for a member T declares itself, the base for one
+// it inherits.
+template <class MemberPointer>
+struct MemberClass;
+template <class R, class C>
+struct MemberClass<R C::*>
+{
+    using Type = C;
+};
+} // namespace detail
+
+// T provides a `bool TryWait()` (non-blocking; true when the waiter may pass, consuming whatever
+// passing consumes) and its own `void Resume()` that resumes the waiters a successful TryWait
+// stands for, both public or reachable by Waitable (a friend); the constructor checks both at
+// compile time. State changes that let waiters pass must happen before T calls Resume.
 //
 // A resumed waiter has passed: Wait does not call TryWait again after it was resumed, so a
 // resumer that hands out something (a signal, a count) must have taken it with TryWait first.
 // Optionally T provides `bool Recheck()`, with TryWait's contract, for the re-check after a
 // waiter was published (which otherwise calls TryWait); AutoResetEvent uses it to peek there and
-// not in TryWait. Optionally T provides `void AfterWait()`: Wait, Wait(timeout) (when it passed)
-// and co_await call it once the waiter has passed, however it passed; Latch and WaitGroup use it to
-// wait out a resumer that is still inside the object, so that any waiter may destroy them after its
-// wait. Lifetime: as SuspendableBase<Kind> -- for Multiple, the constructing task or thread is
-// resumed last, and may destroy the object when its Wait returns once no other Resume is running.
+// not in TryWait.
+//
+// Lifetime: as SuspendableBase<Kind>.
+/// - Single: the waiter may destroy the object as soon as its wait returned, however it passed.
+/// - Multiple: only the creator (the constructing task or converted thread) may destroy it as
+///   soon as its own wait returned, suspended or not; a resumer whose state change the creator
+///   can see before its Resume begins holds ResumerScope() around both. Every other waiter --
+///   a task, a converted thread, a coroutine -- touches nothing of the object once resumed.
 template <SuspensionKind Kind, class T>
 class Waitable : public SuspendableBase<Kind>
 {
@@ -31,23 +51,27 @@ public:
     // outside a task); a coroutine uses co_await.
     void Wait()
     {
-        if (!Self().TryWait())
-            this->Suspend();
-        AfterWait(Self());
+        if (Self().TryWait())
+            PassedWithoutSuspending();
+        else
+            this->Suspend(); // Multiple: only the creator touches the object after its resume
     }
 
     // Single only: as Wait, but gives up after `timeout` and then returns false. Returns true
     // when TryWait succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
     bool Wait(Duration timeout) requires(Kind == SuspensionKind::Single)
     {
-        if (!Self().TryWait() && !this->SuspendFor(timeout))
-            return false;
-        AfterWait(Self());
-        return true;
+        if (Self().TryWait())
+        {
+            this->WaitOutPublishers();
+            return true;
+        }
+        return this->SuspendFor(timeout); // waits out the re-check on both outcomes
     }
 
     // co_await x.WaitAsync() (or co_await x): the coroutine form of Wait. It continues on the
-    // executor that was current when it suspended (inline on the resuming thread if none).
+    // executor that was current when it suspended. A coroutine is never a Multiple object's
+    // creator, so for Multiple it touches nothing of the object once it passed.
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
     public:
@@ -63,7 +87,9 @@ public:
         }
         void await_resume()
         {
-            AfterWait(owner_.Self());
+            // Single: the one waiter may destroy the object, so it waits out the re-check.
+            if constexpr (Kind == SuspensionKind::Single)
+                owner_.WaitOutPublishers();
         }
 
     private:
@@ -91,13 +117,9 @@ public:
         }
         bool await_resume()
         {
-            if (!ready_ && !inner_.await_resume())
-            {
-                owner_.WaitOutPublishers(); // a timed-out waiter may destroy the object too
-                return false;
-            }
-            AfterWait(owner_.Self());
-            return true;
+            const bool passed = ready_ || inner_.await_resume();
+            owner_.WaitOutPublishers(); // a timed-out waiter may destroy the object too
+            return passed;
         }
 
     private:
@@ -114,18 +136,32 @@ public:
     WaitAwaiter operator co_await() noexcept { return WaitAwaiter(*this); }
 
 protected:
-    Waitable() noexcept = default;
+    Waitable() noexcept
+    {
+        // Here T is complete: the constructor is instantiated where T's constructor is defined.
+        static_assert(requires(T& t) {
+            { t.TryWait() } -> std::convertible_to<bool>;
+        }, "Waitable<Kind, T>: T must provide `bool TryWait()` (non-blocking: true when the "
+           "waiter may pass), public or reachable by Waitable as a friend");
+        static_assert(requires {
+            &T::Resume;
+            requires std::same_as<typename detail::MemberClass<decltype(&T::Resume)>::Type, T>;
+            requires std::is_void_v<decltype(std::declval<T&>().Resume())>;
+        }, "Waitable<Kind, T>: T must declare its own `void Resume()` (public, or reachable by "
+           "Waitable as a friend) that resumes the waiters a successful TryWait stands for; "
+           "the base class's Resume is not it");
+    }
 
 private:
     T& Self() noexcept { return static_cast<T&>(*this); }
 
-    static void AfterWait(T& self)
+    // A wait whose TryWait passed at once.
+    void PassedWithoutSuspending() noexcept
     {
-        // Every path that passed -- suspended or not -- waits out the re-checks in flight, so a
-        // waiter that may destroy the object finds none running (SuspendableBase).
-        self.WaitOutPublishers();
-        if constexpr (requires { self.AfterWait(); })
-            self.AfterWait();
+        if constexpr (Kind == SuspensionKind::Single)
+            this->WaitOutPublishers(); // the waiter may destroy the object
+        else
+            this->WaitOutCallsIfCreator(); // the creator may destroy the object
     }
 
     // The re-check after publishing: if the waiter may pass now, T::Resume resumes it (or

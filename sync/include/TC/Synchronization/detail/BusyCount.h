@@ -1,6 +1,6 @@
 #pragma once
-// BusyCount: lets a waiter that passed wait out the callers still inside the object, so that it
-// may destroy the object as soon as its wait returns.
+// BusyCount: lets the waiter that may destroy an object wait out the callers still inside it, so
+// that it may destroy the object as soon as its wait returns.
 
 #include <atomic>
 #include <cstdint>
@@ -31,16 +31,15 @@ void PushBusyFrame(BusyFrame& frame) noexcept;
 void PopBusyFrame(BusyFrame& frame) noexcept;
 OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 
-// An opening operation (CountDown, Done) holds a Scope around its state change and its Resume,
-// and so does a waiter's publication and re-check (SuspendableBase); the scope's end is its last
-// access to the object. A waiter that saw the state open -- which that operation's scope
-// precedes -- calls Drain, which returns once every scope that began before its first look has
-// ended, except the scopes open on the draining thread's own stack: a coroutine resumed inline
-// from inside one cannot wait for it to end (it ends only after the coroutine returns), and such
-// a coroutine, like the code that resumed it, must leave the object alive. Scopes that begin
-// after the look are not waited for (they are legitimate only if the object lives on), so a
-// stream of them cannot starve the drain: it lasts as long as the rest of the scopes it found (a
-// few resumes, never a suspension).
+// An opening operation (a WaitGroup's Done, a Resume) holds a Scope around its state change and
+// its resumes, and so does a waiter's publication and re-check (SuspendableBase); the scope's end
+// is its last access to the object. The waiter that may destroy the object (a Multiple object's
+// creator, a Single object's waiter) calls Drain once it saw the state open -- which that
+// operation's scope precedes -- and Drain returns once every scope that began before its first
+// look has ended, except the scopes open on the draining thread's own stack (code resumed inline
+// from inside one cannot wait for it to end). Scopes that begin after the look are not waited for
+// (they are legitimate only if the object lives on), so a stream of them cannot starve the drain:
+// it lasts as long as the rest of the scopes it found (a few resumes, never a suspension).
 //
 // Two halves (as SRCU's two epochs): one word holds two counts, the epoch naming the current
 // half, where new scopes count, and per half a small counter of clean flips into it. A drainer
@@ -98,20 +97,18 @@ public:
         // after it.
         const std::uint64_t word = word_.load(std::memory_order_acquire);
         if ((word & kCountsMask) != 0)
-            DrainFrom(word, false);
+            DrainFrom(word);
     }
 
-    // Drain for an object whose drain only guards its destruction (Latch, WaitGroup): on a
-    // thread with a scope of this object open on its stack it returns at once.
-    // Such a caller is a coroutine resumed inline inside an operation that touches the object
-    // again when it returns, so the caller must leave the object alive anyway; waiting would let
-    // two threads that each resume such a coroutine wait for each other's scope for ever.
-    void DrainBeforeDestroy() const noexcept
+    // Drain for a caller that drains only if `should()` (a check that costs more than the look,
+    // made only when a scope is open): the look comes first, as in Drain.
+    template <class Predicate>
+    void DrainIf(Predicate should) const noexcept
     {
         // acquire: as in Drain.
         const std::uint64_t word = word_.load(std::memory_order_acquire);
-        if ((word & kCountsMask) != 0)
-            DrainFrom(word, true);
+        if ((word & kCountsMask) != 0 && should())
+            DrainFrom(word);
     }
 
 private:
@@ -151,9 +148,8 @@ private:
         return (word & ~(kFlipsMask << shift)) | (((Flips(word, half) + 1) & kFlipsMask) << shift);
     }
 
-    // Drain past the first look, which found scopes open (SuspendableBase.cpp); returns at once
-    // if `unlessInside` and the calling thread has a scope of this object open.
-    void DrainFrom(std::uint64_t look, bool unlessInside) const noexcept;
+    // Drain past the first look, which found scopes open (SuspendableBase.cpp).
+    void DrainFrom(std::uint64_t look) const noexcept;
 
     friend OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 
