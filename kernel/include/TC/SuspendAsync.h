@@ -18,9 +18,12 @@ namespace TC
 {
 namespace detail
 {
+class SchedulerCore;
+
 // Deadline bookkeeping of one timed wait; kernel-private.
 struct TimerNode
 {
+    SchedulerCore* countedBy = nullptr; // a parked coroutine's scheduler, which waits for it
     std::int64_t deadline = 0; // steady-clock nanoseconds
     TimerNode* child = nullptr;
     TimerNode* sibling = nullptr;
