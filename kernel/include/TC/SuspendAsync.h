@@ -100,7 +100,8 @@ private:
 // The timed form: co_await yields true if a ResumeTask ended the wait, false if it timed out.
 // The deadline lives in the awaiter: the coroutine must not be destroyed while the wait is
 // pending (checked mode fails "coroutine destroyed during a timed wait"); an executor dropping
-// it once resumed is fine.
+// it once resumed is fine. Parked on a Scheduler from its own work, it holds that scheduler's
+// Stop until it has been resumed and has run there (Scheduler.h).
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:
