@@ -72,7 +72,10 @@ public:
         {
         }
     }
-    Clock::time_point Get() const noexcept { return Clock::time_point(Clock::duration(at_.load())); }
+    Clock::time_point Get() const noexcept
+    {
+        return Clock::time_point(Clock::duration(at_.load()));
+    }
 
 private:
     std::atomic<Clock::rep> at_{0};
