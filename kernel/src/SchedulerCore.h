@@ -365,7 +365,9 @@ public:
     static std::size_t HoldHostsForWait(ThreadState& thread, SchedulerCore** out) noexcept;
     void ReleaseForWait() noexcept;
     // One round of a wait: pumps this core's host worker unless its Scheduler is gone (the
-    // thread no longer hosts it) or another thread pumps it now. True when it ran something.
+    // thread no longer hosts it), another thread is its host, or another thread pumps it now.
+    // The thread that created it, waiting before any thread pumped it, becomes its host here.
+    // True when it ran something.
     bool PumpForWait(ThreadState& thread);
     bool HasWorkerThreads() const noexcept { return options.workerCount > 0; }
     // On the host thread, after a pump: `queued` items of priority `lowest` or higher are left.
@@ -405,6 +407,9 @@ public:
         return &HostWorker();
     }
     void CheckHostThread(bool forDestructor);
+    // True when the calling thread is this core's host, binding it when no thread is yet (one
+    // compare-exchange decides between two threads that try at once).
+    bool ClaimHost() noexcept;
 
     // ---- tasks ----
     Task* AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot);
@@ -446,6 +451,10 @@ public:
     void UnbindHostThreads() noexcept;
     // The threads whose host this core is; under the host lock (SchedulerRun.cpp).
     std::vector<ThreadState*>& HostThreads() noexcept { return hostThreads_; }
+    // Coroutines parked on this core's Scheduler from its own work with a deadline pending
+    // (ArmTimer counts them, the delivery of their resumption uncounts them): Shutdown waits for
+    // them as for tasks, so no timer fires into a destroyed scheduler.
+    std::atomic<std::uint64_t> timedCoroutines{0};
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
     // Starts and ends of tasks not counted on a worker of this core (from outside, moves).
@@ -499,6 +508,8 @@ private:
     [[gnu::noinline]] bool BindStack(Task* task, Worker* worker) noexcept;
     void EndUnrun(Task* task, Worker* worker) noexcept;
     void Idle(Worker& worker);
+    // A stopping worker's sleep while timedCoroutines is not zero: until work is queued, or 1 ms.
+    void AwaitDelivery(Worker& worker);
     // Shutdown's last look: refuses new work from outside from now on, then waits until every
     // submission admitted before has queued its item.
     void Close() noexcept;
@@ -537,6 +548,7 @@ private:
     alignas(64) std::atomic<std::uintptr_t> inbox_{0};
     std::mutex sleepLock_;
     Parker* sleepList_ = nullptr;
+    std::atomic<bool> hostClaimed_{false}; // ClaimHost: the one thread that binds hostThread_
     std::atomic<bool> hostBound_{false};
     std::thread::id hostThread_;
     // Every thread whose `host` is this core (guarded by the global host lock, SchedulerRun.cpp):
@@ -559,6 +571,33 @@ private:
     FreeTaskBlock* blockPool_ = nullptr;
     std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it
     bool orphaned_ = false; // under blockLock_: the Scheduler is gone, blocks are freed, not pooled
+};
+
+// The schedulers a thread hosts (but one it skips), held for a wait of that thread
+// (HoldHostsForWait) and pumped a round at a time: a converted-thread wait and Stop's drains keep
+// them running, so work pinned to the host cannot deadlock either (ThreadWaiter.cpp).
+class HostedSchedulers
+{
+public:
+    HostedSchedulers(ThreadState& thread, const SchedulerCore* skip) noexcept;
+    ~HostedSchedulers();
+    HostedSchedulers(const HostedSchedulers&) = delete;
+    HostedSchedulers& operator=(const HostedSchedulers&) = delete;
+
+    std::size_t Count() const noexcept { return count_; }
+    // Pumps each once; true when any ran something. Work that throws out of the pump ends the
+    // process ("work threw inside a wait"): the waiter's handle may be published.
+    bool PumpRound();
+    // Registers `word` as a sleeper with each, then looks at their queues: true when any has
+    // work queued (the caller then does not sleep). A submission after the look wakes `word`.
+    bool RegisterAndLook(std::atomic<std::uint32_t>& word);
+    void Unregister() noexcept;
+
+private:
+    ThreadState& thread_;
+    SchedulerCore* cores_[ThreadState::kMaxHosts];
+    Parker parkers_[ThreadState::kMaxHosts];
+    std::size_t count_ = 0;
 };
 
 inline void SchedulerCore::CountOn(Worker* worker, std::atomic<std::uint64_t> Worker::*own,

@@ -12,6 +12,15 @@
 
 namespace TC::detail
 {
+namespace
+{
+// How long Stop's drain sleeps at most between looks: no wake-up comes when a task ends (on a
+// worker, or in the host's own wait) or when another thread's pump turn ends.
+const Duration kWorkersDrainPoll{std::chrono::microseconds(200)};
+const Duration kHostDrainPoll{std::chrono::milliseconds(10)};
+const Duration kHostTurnPoll{std::chrono::microseconds(50)};
+} // namespace
+
 SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
     : owner(owner_), options(std::move(options_)),
       allocator(options.stackAllocator ? options.stackAllocator : &DefaultStackAllocator()),
@@ -35,6 +44,13 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
         if (options.workerCount == 0)
             worker->shuffleState = options.shuffleSeed;
         workers_.push_back(std::move(worker));
+    }
+    if (options.workerCount == 0)
+    {
+        // The creating thread's waits pump it until another thread pumps it first: a game's main
+        // thread that starts tasks on its scheduler and waits before its first frame does not
+        // deadlock on them (PumpForWait makes it the host then).
+        BindHost(CurrentThread());
     }
     if (options.workerCount > 0)
     {
@@ -117,46 +133,71 @@ void SchedulerCore::Shutdown()
         return !HasQueuedWork(Priority::Normal) ||
                (bounded && TakenShared() - takenAtStart >= backlogAtStart);
     };
-    // Until no task lives and the shared queue is drained (bounded: see above; else empty): the
-    // workers run it, or this thread pumps.
+    // Nothing left to wait for: no task lives, no coroutine parked here waits for its deadline
+    // (acquire: its delivery, queued before the count dropped, is seen), the shared queue is
+    // drained.
+    auto finished = [&](bool bounded)
+    {
+        return Live() == 0 && timedCoroutines.load(std::memory_order_acquire) == 0 &&
+               sharedDrained(bounded);
+    };
+    // Until no task lives, no coroutine parked here waits for a deadline, and the shared queue is
+    // drained (bounded: see above; else empty): the workers run it, or this thread pumps. Either
+    // way this thread also pumps the other schedulers it hosts, as any wait on a host thread
+    // does: this scheduler's tasks may wait on their work (a worker scheduler destroyed before
+    // the host scheduler its tasks wait on).
+    ThreadState& thread = CurrentThread();
+    HostedSchedulers hosts(thread, this);
     auto drain = [&](bool bounded)
     {
-        if (HasWorkerThreads())
-        {
-            while (Live() != 0 || !sharedDrained(bounded))
-            {
-                std::this_thread::sleep_for(std::chrono::microseconds(200));
-                reportIfHung();
-            }
-            return;
-        }
-        ThreadState& thread = CurrentThread();
+        std::atomic<std::uint32_t> word{0};
+        Parker parker{&word};
         for (;;)
         {
-            // The host may be pumping it from a wait on its own thread: the drain takes turns
-            // with it, and decides only while it holds the pump, when no item can be in flight
-            // between the host worker's queue and a pump. The turn ends before it sleeps.
+            Duration nap = HasWorkerThreads() ? kWorkersDrainPoll : kHostDrainPoll;
+            if (HasWorkerThreads())
             {
+                if (finished(bounded))
+                    return;
+            }
+            else
+            {
+                // The host may be pumping it from a wait on its own thread: the drain takes turns
+                // with it, and decides only while it holds the pump, when no item can be in flight
+                // between the host worker's queue and a pump.
                 const HostPumpTurn turn(*this, thread);
                 if (turn.Busy())
+                    nap = kHostTurnPoll;
+                else
                 {
-                    std::this_thread::sleep_for(std::chrono::microseconds(50));
-                    reportIfHung();
-                    continue;
+                    // Bounded, a pump runs only what was queued when it began, or a steady
+                    // submitter would keep it running; what its work queued on the host worker
+                    // (one host task waking another) runs in the next round, without a sleep.
+                    Pump(SIZE_MAX, Priority::Normal, 0, bounded);
+                    const bool localEmpty =
+                        HostWorker().local[0].IsEmpty() && HostWorker().local[1].IsEmpty();
+                    if (!localEmpty)
+                        continue;
+                    if (finished(bounded))
+                        return;
                 }
-                // Bounded, a pump runs only what was queued when it began, or a steady
-                // submitter would keep it running.
-                Pump(SIZE_MAX, Priority::Normal, 0, bounded);
-                if (Live() == 0 && HostWorker().local[0].IsEmpty() &&
-                    HostWorker().local[1].IsEmpty() && sharedDrained(bounded))
-                    break;
             }
-            Parker parker{&HostWorker().word};
-            RegisterSleeper(parker);
-            StoreLoadBarrier();
-            if (!HasQueuedWork(Priority::Normal))
-                SleepOnWord(HostWorker().word, kWordWork, Duration(std::chrono::milliseconds(100)));
-            UnregisterSleeper(parker);
+            if (hosts.PumpRound())
+                continue;
+            // Asleep until work is submitted here or to a scheduler this thread hosts; a task
+            // that ends, or the host pumping in its wait, wakes nobody: hence the nap's limit.
+            bool work = hosts.RegisterAndLook(word);
+            if (!HasWorkerThreads())
+            {
+                RegisterSleeper(parker);
+                StoreLoadBarrier();
+                work |= HasQueuedWork(Priority::Normal);
+            }
+            if (!work)
+                SleepOnWord(word, kWordWork, nap);
+            if (!HasWorkerThreads())
+                UnregisterSleeper(parker);
+            hosts.Unregister();
             reportIfHung();
         }
     };
@@ -227,16 +268,28 @@ void SchedulerCore::CheckHostThread(bool forDestructor)
     if (HasWorkerThreads())
         throw std::logic_error("TC::Scheduler('" + options.name
                                + "') has worker threads; only a scheduler without workers is pumped");
+    if (!ClaimHost() && !forDestructor)
+        throw std::logic_error("TC::Scheduler('" + options.name
+                               + "') is pumped by its host thread only (the first thread that "
+                                 "pumped it, or the thread that created it if that one waited "
+                                 "before any thread pumped it)");
+}
+
+bool SchedulerCore::ClaimHost() noexcept
+{
     const auto self = std::this_thread::get_id();
     if (!hostBound_.load(std::memory_order_acquire))
     {
-        hostThread_ = self;
-        hostBound_.store(true, std::memory_order_release);
-        return;
+        bool expected = false;
+        if (hostClaimed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+        {
+            hostThread_ = self;
+            hostBound_.store(true, std::memory_order_release);
+            return true;
+        }
+        while (!hostBound_.load(std::memory_order_acquire)) // the other claimant writes it now
+            CpuRelax();
     }
-    if (hostThread_ != self && !forDestructor)
-        throw std::logic_error("TC::Scheduler('" + options.name
-                               + "') is pumped by its host thread only (the first thread that "
-                                 "pumped it)");
+    return hostThread_ == self;
 }
 } // namespace TC::detail

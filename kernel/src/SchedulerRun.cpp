@@ -166,6 +166,10 @@ bool SchedulerCore::PumpForWait(ThreadState& thread)
 {
     if (!thread.IsHostOf(this))
         return false; // its Scheduler is gone (or a fifth host replaced it): pump it no more
+    // Its host, or the thread that created it and waits before any pump (it becomes the host),
+    // or a drain of its destructor on this thread, which holds the pump (a nested wait).
+    if (!ClaimHost() && hostPumper_.load(std::memory_order_relaxed) != &thread)
+        return false;
     const HostPumpTurn turn(*this, thread);
     if (turn.Busy())
         return false; // ~Scheduler drains it on another thread
@@ -281,7 +285,22 @@ void SchedulerCore::WorkerMain(Worker& worker)
                 continue;
             }
             if (exit_.load(std::memory_order_acquire))
+            {
+                // A coroutine this worker parked with a deadline after Stop's last look is
+                // waited for here: its resumption still runs (Stop waits for the join).
+                if (timedCoroutines.load(std::memory_order_acquire) != 0)
+                {
+                    AwaitDelivery(worker);
+                    continue;
+                }
+                // The last delivery was queued before its count dropped: one more look.
+                if (std::uintptr_t item = TryDequeue(worker, Priority::Normal))
+                {
+                    RunItem(worker, item);
+                    continue;
+                }
                 break;
+            }
             Idle(worker);
         }
     }

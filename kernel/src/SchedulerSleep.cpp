@@ -6,6 +6,7 @@
 #include "Sanitizers.h"
 
 #include <cstdint>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -112,6 +113,16 @@ void SchedulerCore::Idle(Worker& worker)
     StoreLoadBarrier();
     if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
+    UnregisterSleeper(worker.parker);
+}
+
+void SchedulerCore::AwaitDelivery(Worker& worker)
+{
+    // Woken by the delivery's enqueue; the count drops after it, which wakes nobody: a short nap.
+    RegisterSleeper(worker.parker);
+    StoreLoadBarrier();
+    if (!HasQueuedWork(Priority::Normal))
+        SleepOnWord(worker.word, kWordWork, Duration(std::chrono::milliseconds(1)));
     UnregisterSleeper(worker.parker);
 }
 } // namespace TC::detail

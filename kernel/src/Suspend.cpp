@@ -117,6 +117,8 @@ void Reschedule(SuspendedTaskEntry* entry) noexcept
         const auto handle = std::coroutine_handle<>::from_address(entry->owner_);
         if (IExecutor* executor = entry->executor_)
         {
+            if (entry->timer_ && DeliverCountedCoroutine(*entry))
+                break; // queued on the scheduler that waits for it (Timers.h)
             // noexcept context: an executor that refuses (throws) terminates the process.
             executor->Submit(ParkedWork{handle, std::coroutine_handle<>::from_address(entry->abandon_)});
             break;

@@ -1,6 +1,7 @@
 // Converted threads: any OS thread waits through the same protocol as a task. Its entry and its
 // futex word live on its own stack for the duration of the wait. A thread that hosts a
-// scheduler keeps pumping it while it waits (seed 001's nested wait), to any depth.
+// scheduler keeps pumping it while it waits (a nested wait), to any depth; Stop's drains pump the
+// same way (HostedSchedulers).
 
 #include "Diagnostics.h"
 #include "Futex.h"
@@ -38,6 +39,73 @@ constexpr unsigned kThreadSpinIterations = 200;
 }
 } // namespace
 
+HostedSchedulers::HostedSchedulers(ThreadState& thread, const SchedulerCore* skip) noexcept
+    : thread_(thread)
+{
+    // Inside a task (a Stop called there) the pump loop below it is suspended: pump nothing.
+    if (thread.worker && thread.worker->current)
+        return;
+    SchedulerCore* held[ThreadState::kMaxHosts];
+    const std::size_t count = SchedulerCore::HoldHostsForWait(thread, held);
+    for (std::size_t i = 0; i < count; ++i)
+    {
+        if (held[i] == skip)
+        {
+            held[i]->ReleaseForWait(); // the caller holds it (a Stop of its own)
+            continue;
+        }
+        parkers_[count_].word = nullptr;
+        cores_[count_++] = held[i];
+    }
+}
+
+HostedSchedulers::~HostedSchedulers()
+{
+    for (std::size_t i = 0; i < count_; ++i)
+        cores_[i]->ReleaseForWait();
+}
+
+bool HostedSchedulers::PumpRound()
+{
+    bool ran = false;
+    for (std::size_t i = 0; i < count_; ++i)
+    {
+        try
+        {
+            ran |= cores_[i]->PumpForWait(thread_);
+        }
+        catch (...)
+        {
+            ReportWorkThrewInWait();
+        }
+    }
+    return ran;
+}
+
+bool HostedSchedulers::RegisterAndLook(std::atomic<std::uint32_t>& word)
+{
+    // Registered with every host before looking at their queues: a submission to any of them
+    // after the look wakes `word`.
+    for (std::size_t i = 0; i < count_; ++i)
+    {
+        parkers_[i].word = &word;
+        cores_[i]->RegisterSleeper(parkers_[i]);
+    }
+    bool work = false;
+    for (std::size_t i = 0; i < count_; ++i)
+    {
+        cores_[i]->StoreLoadBarrier();
+        work |= cores_[i]->HasQueuedWork(Priority::Normal);
+    }
+    return work;
+}
+
+void HostedSchedulers::Unregister() noexcept
+{
+    for (std::size_t i = 0; i < count_; ++i)
+        cores_[i]->UnregisterSleeper(parkers_[i]);
+}
+
 bool ThreadWait(ISuspendCallback* callback, Duration timeout)
 {
     ThreadState& thread = CurrentThread();
@@ -62,63 +130,26 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     // host cannot deadlock it. Each is held until the wait ends, so that one destroyed on another
     // thread meanwhile stays readable (PumpForWait then skips it); a wait begun after its
     // destruction does not see it.
-    SchedulerCore* hosts[ThreadState::kMaxHosts];
-    const std::size_t hostCount = SchedulerCore::HoldHostsForWait(thread, hosts);
-    struct ReleaseHosts
-    {
-        SchedulerCore** hosts;
-        std::size_t count;
-        ~ReleaseHosts()
-        {
-            for (std::size_t i = 0; i < count; ++i)
-                hosts[i]->ReleaseForWait();
-        }
-    } releaseHosts{hosts, hostCount};
-    Parker parkers[ThreadState::kMaxHosts];
-    for (std::size_t i = 0; i < hostCount; ++i)
-        parkers[i].word = &word;
+    HostedSchedulers hosts(thread, nullptr);
     unsigned spins = 0;
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)
     {
         // Nested wait: run the hosted schedulers' work while waiting.
-        bool ran = false;
-        for (std::size_t i = 0; i < hostCount; ++i)
-        {
-            try
-            {
-                ran |= hosts[i]->PumpForWait(thread);
-            }
-            catch (...)
-            {
-                ReportWorkThrewInWait();
-            }
-        }
-        if (ran)
+        if (hosts.PumpRound())
             continue;
         if (++spins < kThreadSpinIterations)
         {
             CpuRelax();
             continue;
         }
-        if (hostCount == 0)
+        if (hosts.Count() == 0)
         {
             SleepOnWord(word, kWordResumed);
             continue;
         }
-        // Registered with every host before looking at their queues: a submission to any of
-        // them after the look wakes us.
-        for (std::size_t i = 0; i < hostCount; ++i)
-            hosts[i]->RegisterSleeper(parkers[i]);
-        bool work = false;
-        for (std::size_t i = 0; i < hostCount; ++i)
-        {
-            hosts[i]->StoreLoadBarrier();
-            work |= hosts[i]->HasQueuedWork(Priority::Normal);
-        }
-        if (!work)
+        if (!hosts.RegisterAndLook(word))
             SleepOnWord(word, kWordResumed | kWordWork);
-        for (std::size_t i = 0; i < hostCount; ++i)
-            hosts[i]->UnregisterSleeper(parkers[i]);
+        hosts.Unregister();
     }
     return timed ? SettleTimer(entry, node) : true;
 }

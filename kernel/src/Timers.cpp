@@ -10,6 +10,7 @@
 
 #include "Diagnostics.h"
 #include "Resume.h"
+#include "SchedulerCore.h"
 #include "ThreadState.h"
 
 #include <TC/Checked.h>
@@ -375,7 +376,39 @@ void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) 
 
 bool ArmTimer(TimerNode& node) noexcept
 {
+    node.countedBy = nullptr;
+    const SuspendedTaskEntry& entry = *node.entry;
+    if (IsParkedCoroutine(entry))
+    {
+        // Counted before the deadline can fire or a resume be delivered (both uncount it), and
+        // while the scheduler's own work runs here: its Stop cannot have finished.
+        const Worker* worker = CurrentThread().worker;
+        if (worker && static_cast<IExecutor*>(worker->core->owner) == entry.executor_)
+        {
+            node.countedBy = worker->core;
+            worker->core->timedCoroutines.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     return TimerService::Instance().Arm(node);
+}
+
+bool DeliverCountedCoroutine(SuspendedTaskEntry& entry) noexcept
+{
+    SchedulerCore* core = entry.timer_->countedBy;
+    if (!core)
+        return false;
+    const std::uintptr_t item = reinterpret_cast<std::uintptr_t>(entry.owner_) | kCoroutineTag;
+    try
+    {
+        core->Enqueue(item, Priority::Normal, Arrival::Resume);
+    }
+    catch (...)
+    {
+        ReportRuleViolation("out of memory", "a timed coroutine's resumption could not be queued");
+    }
+    // release: the enqueue happens before the acquire load in Stop that sees the count drop.
+    core->timedCoroutines.fetch_sub(1, std::memory_order_release);
+    return true;
 }
 
 bool ReleaseTimerForResume(TimerNode& node) noexcept

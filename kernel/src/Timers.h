@@ -47,11 +47,19 @@ inline constexpr std::int64_t kExpiredWhenArmed = INT64_MIN;
 // Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming.
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept;
 // After OnSuspended: puts the deadline in the heap unless a resume already arrived, and returns
-// true in that case (a parked coroutine's caller then submits it). A task's or a converted
+// true in that case (a parked coroutine's caller then submits it). Counts a parked coroutine on
+// its scheduler first (DeliverCountedCoroutine). A task's or a converted
 // thread's deadline that had passed before the wait (kExpiredWhenArmed) is fired right here
 // instead, on the calling thread, as the timer thread would fire it (returns false). Touches
 // neither node nor entry after its final state change.
 bool ArmTimer(TimerNode& node) noexcept;
+// A coroutine parked on a Scheduler from that scheduler's own work (a worker or pump of it runs
+// the await_suspend) is counted there while its deadline is pending (ArmTimer,
+// TimerNode::countedBy): the scheduler's Stop waits for it as for a task. Its resumption, whoever
+// delivers it (resumer, timer thread, ArmTimer's caller), is queued there as a resume (never
+// refused) and then uncounted: the last access to the scheduler. False: the entry is not
+// counted, and the caller submits it to its executor as usual.
+bool DeliverCountedCoroutine(SuspendedTaskEntry& entry) noexcept;
 // From ResumeTask for a parked coroutine: marks the node resumed and takes it out of the heap.
 // True: nothing can touch the node any more and the caller submits the coroutine. False: the
 // node is still arming or firing, and ArmTimer's caller or the timer thread submits it; the

@@ -9,6 +9,7 @@
 #include <TC/Core.h>
 
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <thread>
 
@@ -111,4 +112,100 @@ TEST_CASE("A task and a coroutine exchange values through the seed's Mailbox cal
     auto task = scheduler.Start([&] { box.Put(3); });
     task.Join();
     REQUIRE(got == 1);
+}
+
+namespace
+{
+// A timed wait's callback that takes the handle back when the deadline passes (the wait then
+// yields false), or hands it to a resumer (Resume).
+struct TimedSlot final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> task{nullptr};
+    std::atomic<int> parks{0};
+    void OnSuspended(SuspendedTask t) noexcept override
+    {
+        task.store(t);
+        ++parks;
+    }
+    bool OnTimeout(SuspendedTask) noexcept override { return task.exchange(nullptr) != nullptr; }
+    bool Resume() noexcept
+    {
+        if (SuspendedTask t = task.exchange(nullptr))
+        {
+            ResumeTask(t);
+            return true;
+        }
+        return false;
+    }
+};
+
+// On `scheduler`, `rounds` timed waits in a row; then notes how the last one ended.
+Detached TimedWaits(Scheduler& scheduler, TimedSlot* slot, Duration timeout, int rounds,
+                    std::atomic<int>* timedOut, std::atomic<int>* resumed)
+{
+    co_await scheduler.Schedule();
+    for (int i = 0; i < rounds; ++i)
+    {
+        if (co_await SuspendTaskForAsync(slot, timeout))
+            ++*resumed;
+        else
+            ++*timedOut;
+    }
+}
+} // namespace
+
+TEST_CASE("~Scheduler waits for the deadline of a coroutine parked on it, which then runs on it: "
+          "no timer fires into a destroyed scheduler")
+{
+    using namespace std::chrono_literals;
+    EnableTimers();
+    const unsigned workers = GENERATE(0u, 2u);
+    const int rounds = GENERATE(1, 3); // later waits park during the destructor's drains
+    INFO("workers " << workers << ", rounds " << rounds);
+    TimedSlot slot;
+    std::atomic<int> timedOut{0}, resumed{0};
+    const auto start = std::chrono::steady_clock::now();
+    {
+        Scheduler scheduler(workers);
+        TimedWaits(scheduler, &slot, Duration(30ms), rounds, &timedOut, &resumed);
+        if (workers == 0)
+            scheduler.RunUntilIdle(); // parked now, from the host's pump
+        while (slot.parks == 0)
+            std::this_thread::yield();
+    }
+    // Every deadline passed and its resumption ran before the destructor returned.
+    CHECK(timedOut == rounds);
+    CHECK(std::chrono::steady_clock::now() - start >= rounds * 30ms);
+    // Were a deadline still pending, it would fire into the destroyed scheduler about now.
+    std::this_thread::sleep_for(60ms);
+    CHECK(timedOut == rounds);
+}
+
+TEST_CASE("~Scheduler waits for a coroutine parked on it in a timed wait until a resumer "
+          "delivers it, long before its deadline")
+{
+    using namespace std::chrono_literals;
+    EnableTimers();
+    const unsigned workers = GENERATE(0u, 2u);
+    TimedSlot slot;
+    std::atomic<int> timedOut{0}, resumed{0};
+    std::thread resumer;
+    const auto start = std::chrono::steady_clock::now();
+    {
+        Scheduler scheduler(workers);
+        TimedWaits(scheduler, &slot, Duration(30s), 1, &timedOut, &resumed);
+        if (workers == 0)
+            scheduler.RunUntilIdle();
+        while (slot.parks == 0)
+            std::this_thread::yield();
+        resumer = std::thread(
+            [&]
+            {
+                std::this_thread::sleep_for(20ms);
+                slot.Resume();
+            });
+    } // the resume arrives while the destructor waits: it is queued there and runs
+    resumer.join();
+    CHECK(resumed == 1);
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
 }

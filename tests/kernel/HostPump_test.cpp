@@ -647,3 +647,62 @@ TEST_CASE("RunFor and WaitForWork take a huge finite budget as a far deadline")
     host.RunUntilIdle();
     CHECK(ran == 4);
 }
+
+TEST_CASE("The thread that created a host scheduler, waiting before any thread pumped it, pumps "
+          "it: a wait before the first frame does not deadlock on the tasks started there")
+{
+    Mailbox box; // before the scheduler: its destructor may still run the producer
+    std::atomic<bool> done{false};
+    // Should the wait not pump the scheduler, this ends it with a value the test rejects, so the
+    // test fails instead of hanging.
+    std::thread watchdog(
+        [&]
+        {
+            for (int i = 0; i < 1000 && !done; ++i)
+                std::this_thread::sleep_for(10ms);
+            if (!done)
+                box.Put(-1);
+        });
+    Scheduler host(0);
+    auto producer = host.Start([&] { box.Put(7); });
+    const int got = box.Take(); // a converted-thread wait, before any RunFor
+    done = true;
+    watchdog.join();
+    REQUIRE(got == 7);
+    producer.Join();
+    REQUIRE_NOTHROW(host.RunPending()); // the wait made this thread the host
+}
+
+TEST_CASE("A host scheduler another thread pumped first is that thread's: the creator's waits "
+          "leave its work to it")
+{
+    Mailbox box;
+    Scheduler host(0);
+    std::atomic<bool> hosting{false}, stop{false};
+    std::atomic<std::thread::id> hostId{};
+    std::thread hostThread(
+        [&]
+        {
+            host.RunPending(); // the host from now on
+            hostId = std::this_thread::get_id();
+            hosting = true;
+            while (!stop)
+                if (host.RunFor(Duration(1ms)).ran == 0)
+                    host.WaitForWork(Duration(1ms));
+        });
+    while (!hosting) // not a TC wait: that would make this thread the host if it came first
+        std::this_thread::yield();
+    std::atomic<std::thread::id> ranOn{};
+    auto task = host.Start(
+        [&]
+        {
+            ranOn = std::this_thread::get_id();
+            box.Put(5);
+        });
+    REQUIRE(box.Take() == 5); // the creator's wait does not run it
+    REQUIRE(ranOn.load() == hostId.load());
+    stop = true;
+    hostThread.join();
+    task.Join();
+    REQUIRE_THROWS_AS(host.RunPending(), std::logic_error);
+}

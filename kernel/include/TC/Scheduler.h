@@ -170,50 +170,69 @@ private:
 };
 
 // Runs stackful tasks and coroutine resumptions.
-//
-// With workers, it is a thread pool: tasks run on any worker unless moved elsewhere, so
-// thread-local storage seen by a task may change across any wait. Without workers its host pumps
-// it; the first thread that pumps it becomes its host, and only that thread may pump it. A host
-// thread that waits on anything (a converted-thread wait) keeps running this scheduler's work
-// while it waits, to any depth, so work pinned to the host cannot deadlock it -- the work of
-// every scheduler it hosts, up to four (a fifth it pumps replaces the first of them there).
-// What it runs there must not throw out of the pump (a coroutine whose unhandled_exception
-// rethrows): a wait cannot end by an exception once its handle is published, so that fails "work
-// threw inside a wait", naming the exception, in every build; RunPending and friends rethrow it.
-//
-// Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
-// never runs work inline. On a scheduler with one worker or none, each thread's submissions of
-// one priority start in the order it made them; the host's between pumps go to its own queue,
-// without atomics, once a pump has left nothing queued.
-// Stopping and destruction: Stop() (or ~Scheduler, which stops it first if Stop was not called)
-// requests shutdown, then waits until every task it started has finished (pumping, if it has no
-// workers), and joins its workers; ~Scheduler then frees the stacks. Queued coroutine
-// resumptions still run before Stop returns. A task that can never be resumed makes it wait
-// forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
-// Start once Stop began throws std::logic_error. Submit and MoveCurrentTaskTo are accepted, and
-// what they hand over runs, until Stop's last look: the moment it has seen its last task finish
-// and the shared queue either empty or past the backlog it held when Stop began (as many items
-// taken from it since; work a worker queued for itself may still be there, and runs before the
-// worker stops). From then on, called from anywhere but the scheduler's own workers
-// or pump, they throw std::logic_error ("TC::Scheduler('<name>'): Submit refused: the scheduler
-// is stopping or stopped (Stop or ~Scheduler)") and hand nothing over; a coroutine parked on
-// the scheduler and resumed then terminates the process (its resumer cannot throw). A call that
-// races the last look is either refused or waited for and run, never lost. ResumeTask of the
-// scheduler's own tasks is never refused. A stopped scheduler keeps refusing until it is
-// destroyed, so the refusal can end a submitting thread: Stop(), join that thread, then destroy
-// the scheduler. Calls made while the destructor runs are answered only until it starts to free
-// the scheduler (once Stop has returned inside it): a call after that is undefined. A thread that
-// keeps submitting faster than the scheduler runs its work delays the last look by that backlog
-// only; what it submitted meanwhile runs before Stop returns, and its next call is refused.
-// A taskLeave or taskEnter hook that a MoveCurrentTaskTo runs must not wait for the thread
-// stopping the target.
-// A scheduler without workers is best stopped and destroyed on its host thread: on another, its
-// host thread must not pump it, resume its tasks, submit to it or release its JoinHandles while
-// the destructor runs (between pumps the host queues on the host worker without atomics, and the
-// destructor pumps that worker). The host may be inside a wait then: the wait and the
-// destructor take turns pumping the scheduler's work, either may run any of it, and once the
-// destructor has returned the wait pumps it no more (it holds the scheduler's memory until it
-// returns, so that it never reads freed memory).
+///
+/// Threads:
+/// - With workers it is a thread pool: a task runs on any worker unless moved elsewhere, so
+///   thread-local storage seen by a task may change across any wait.
+/// - Without workers its host thread pumps it, and only that thread. The host is the first
+///   thread that pumps it, or the thread that created it if that thread waits (a converted-thread
+///   wait) before any thread pumped it: a game's main thread that starts tasks on its scheduler
+///   and waits on a latch before its first RunFor runs them in that wait.
+/// - A host thread's waits keep running the work of every scheduler it hosts (up to four; a
+///   fifth it pumps or creates replaces the first), to any depth, so work pinned to the host
+///   cannot deadlock it. Stop and ~Scheduler called there do the same.
+/// - Work run inside such a wait must not throw out of the pump (a coroutine whose
+///   unhandled_exception rethrows): the wait cannot end by an exception once its handle is
+///   published, so that fails "work threw inside a wait", naming the exception, in every build.
+///   RunPending and friends rethrow it.
+///
+/// Submission (Start, Submit) works from any thread, never blocks on the scheduler's work and
+/// never runs work inline. On a scheduler with one worker or none, each thread's submissions of
+/// one priority start in the order it made them; the host's between pumps go to its own queue,
+/// without atomics, once a pump has left nothing queued.
+///
+/// Stopping (Stop, or ~Scheduler, which stops it first if Stop was not called):
+/// - It requests shutdown, then waits until every task it started has finished and every
+///   coroutine parked on it in a timed wait (SuspendTaskForAsync, WaitAsync(timeout), after
+///   co_await scheduler.Schedule()) has been resumed, by a resumer or its deadline, and has run
+///   on it; queued coroutine resumptions run too. Then it joins the workers; ~Scheduler then
+///   frees the stacks.
+/// - While it waits, the calling thread pumps the scheduler if it has no workers, and every
+///   scheduler the thread hosts (not when called inside a task), so shutdown finishes in any
+///   order: a worker scheduler whose tasks wait on host work may be destroyed before the host's.
+/// - A task that is never resumed makes it wait for ever: after 5 s it prints a hang report to
+///   stderr, once.
+/// - Start once Stop began throws std::logic_error.
+/// - Submit and MoveCurrentTaskTo are accepted, and what they hand over runs, until Stop's last
+///   look: the moment it has seen its last task finish, its last timed coroutine resumed, and the
+///   shared queue either empty or past the backlog it held when Stop began (as many items taken
+///   from it since; work a worker queued for itself may still be there, and runs before the
+///   worker stops). A thread that keeps submitting faster than the work runs delays the last
+///   look by that backlog only.
+/// - After the last look, called from anywhere but the scheduler's own workers or pump, they
+///   throw std::logic_error ("TC::Scheduler('<name>'): Submit refused: the scheduler is stopping
+///   or stopped (Stop or ~Scheduler)") and hand nothing over. A call that races the last look is
+///   either refused or waited for and run, never lost. Never refused: ResumeTask of its own
+///   tasks, and the resumption of a coroutine parked on it in a timed wait.
+/// - A coroutine parked on it without a deadline is not waited for. Resumed after the last look
+///   it terminates the process (its resumer cannot throw); resumed after ~Scheduler returned, the
+///   behaviour is undefined. Resume it before stopping, or give its wait a deadline.
+/// - A stopped scheduler keeps refusing until it is destroyed, so the refusal can end a
+///   submitting thread: Stop(), join that thread, then destroy the scheduler.
+/// - Calls made while the destructor runs are answered only until it starts to free the
+///   scheduler (once Stop has returned inside it): a call after that is undefined.
+/// - Once ~Scheduler has returned, nothing of it runs on any thread: no worker, no hook, no
+///   deadline of a coroutine parked on it.
+/// - A taskLeave or taskEnter hook that a MoveCurrentTaskTo runs must not wait for the thread
+///   stopping the target.
+///
+/// A scheduler without workers is best stopped and destroyed on its host thread. On another:
+/// - its host thread must not pump it, resume its tasks, submit to it or release its JoinHandles
+///   while the destructor runs (between pumps the host queues on the host worker without
+///   atomics, and the destructor pumps that worker);
+/// - the host may be inside a wait then: the wait and the destructor take turns pumping its
+///   work, either may run any of it, and once the destructor has returned the wait pumps it no
+///   more (it holds the scheduler's memory until it returns, so it never reads freed memory).
 class Scheduler final : public IExecutor
 {
 public:
@@ -290,7 +309,8 @@ public:
     bool WaitForWork(Duration timeout);
 
     // ---- shutdown ----
-    // Finishes every task and queued item, closes to new work from outside and joins the workers
+    // Finishes every task, timed parked coroutine and queued item (pumping the schedulers the
+    // calling thread hosts meanwhile), closes to new work from outside and joins the workers
     // (above); the object stays, refusing submissions, until destroyed. Any thread may call it,
     // any number of times (a second call waits for the first to finish), but not concurrently
     // with the destructor, and not from the scheduler's own task or pump: that throws

@@ -18,9 +18,12 @@ namespace TC
 {
 namespace detail
 {
+class SchedulerCore;
+
 // Deadline bookkeeping of one timed wait; kernel-private.
 struct TimerNode
 {
+    SchedulerCore* countedBy = nullptr; // a parked coroutine's scheduler, which waits for it
     std::int64_t deadline = 0; // steady-clock nanoseconds
     TimerNode* child = nullptr;
     TimerNode* sibling = nullptr;
@@ -97,7 +100,8 @@ private:
 // The timed form: co_await yields true if a ResumeTask ended the wait, false if it timed out.
 // The deadline lives in the awaiter: the coroutine must not be destroyed while the wait is
 // pending (checked mode fails "coroutine destroyed during a timed wait"); an executor dropping
-// it once resumed is fine.
+// it once resumed is fine. Parked on a Scheduler from its own work, it holds that scheduler's
+// Stop until it has been resumed and has run there (Scheduler.h).
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:
