@@ -18,6 +18,17 @@
 #include <ostream>
 #include <string>
 
+// The gdb extension, as an inline script of .debug_gdb_scripts (cmake/TCGdbExtension.cmake): in
+// this object because every program that makes a scheduler links it (the hang report).
+#if defined(__ELF__) && defined(__x86_64__) && defined(TC_GDB_SCRIPT)
+asm(".pushsection \".debug_gdb_scripts\", \"MS\", @progbits, 1\n"
+    ".byte 4\n" // an inline Python script: its name on the first line, then its text
+    ".ascii \"concurrent_tasks.py\\n\"\n"
+    ".incbin \"" TC_GDB_SCRIPT "\"\n"
+    ".byte 0\n"
+    ".popsection\n");
+#endif
+
 #if TC_TSAN
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
