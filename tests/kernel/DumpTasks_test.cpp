@@ -1,7 +1,6 @@
 // DumpTasks and ~Scheduler's hang report: every task with its name, its state and what it
 // waits on, in the build under test (Release included: linked against the plain kernel).
 
-#include "DeathTest.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <poll.h>
 #include <sstream>
 #include <string>
@@ -164,58 +164,61 @@ TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every schedule
 
 TEST_CASE("~Scheduler's hang report lists each task's name, state and what it waits on")
 {
-    // A task that computes, one in an 8 s timed wait and one never resumed: the report after
-    // 5 s names each with its own state (only the last is stuck in a wait).
-    auto result = TestSupport::RunInChild(
-        []
+    // A task that computes, one in an 8 s timed wait and one not resumed: the report after 5 s
+    // names each with its own state (only the last waits for a resume). In this process, with
+    // stderr read through a pipe; the tasks are let go once the report is in, so the destructor
+    // returns.
+    EnableTimers();
+    Mailbox never, timed;
+    std::atomic<bool> stop{false};
+    int report[2];
+    REQUIRE(pipe(report) == 0);
+    std::fflush(stderr);
+    const int savedStderr = dup(STDERR_FILENO);
+    dup2(report[1], STDERR_FILENO);
+    close(report[1]);
+    std::thread destroyer(
+        [&]
         {
-            EnableTimers();
-            int report[2];
-            if (pipe(report) != 0)
-                _exit(2);
-            const int parentStderr = dup(STDERR_FILENO);
-            dup2(report[1], STDERR_FILENO);
-            close(report[1]);
-            std::thread destroyer(
-                []
-                {
-                    static Mailbox never, timed;
-                    static std::atomic<bool> stop{false};
-                    SchedulerOptions options;
-                    options.workerCount = 2;
-                    options.name = "hung";
-                    Scheduler scheduler(options);
-                    scheduler.Start([] { (void)never.Take(); }, {.name = "stuck"}).Detach();
-                    scheduler.Start([] { int v = 0; (void)timed.Take(v, Duration(8s)); }, {.name = "timed"})
-                        .Detach();
-                    scheduler.Start([] { while (!stop) std::this_thread::yield(); }, {.name = "computing"})
-                        .Detach();
-                    // ~Scheduler waits: the report comes after 5 s.
-                });
-            destroyer.detach();
-            std::string seen;
-            const auto giveUp = std::chrono::steady_clock::now() + 60s;
-            while (!Contains(seen, "'computing'") && std::chrono::steady_clock::now() < giveUp)
-            {
-                pollfd readable{report[0], POLLIN, 0};
-                char buffer[512];
-                ssize_t n = 0;
-                if (poll(&readable, 1, 100) > 0 && (n = read(report[0], buffer, sizeof buffer)) > 0)
-                    seen.append(buffer, static_cast<std::size_t>(n));
-            }
-            std::this_thread::sleep_for(200ms); // the rest of the one write
-            pollfd readable{report[0], POLLIN, 0};
-            char buffer[4096];
-            ssize_t n = 0;
-            while (poll(&readable, 1, 0) > 0 && (n = read(report[0], buffer, sizeof buffer)) > 0)
-                seen.append(buffer, static_cast<std::size_t>(n));
-            if (write(parentStderr, seen.data(), seen.size()) < 0)
-                _exit(2);
-            _exit(0);
+            SchedulerOptions options;
+            options.workerCount = 2;
+            options.name = "hung";
+            Scheduler scheduler(options);
+            scheduler.Start([&] { (void)never.Take(); }, {.name = "stuck"}).Detach();
+            scheduler.Start([&] { int v = 0; (void)timed.Take(v, Duration(8s)); }, {.name = "timed"})
+                .Detach();
+            scheduler.Start([&] { while (!stop) std::this_thread::yield(); }, {.name = "computing"})
+                .Detach();
+            // ~Scheduler waits for them: the report comes after 5 s.
         });
-    const std::string& text = result.stderrText;
+    std::string text;
+    const auto giveUp = std::chrono::steady_clock::now() + 60s; // no report: the test fails
+    // The report is one write, ending with the last task's line.
+    while (!Contains(text, "'computing'") && std::chrono::steady_clock::now() < giveUp)
+    {
+        pollfd readable{report[0], POLLIN, 0};
+        char buffer[4096];
+        ssize_t n = 0;
+        if (poll(&readable, 1, 100) > 0 && (n = read(report[0], buffer, sizeof buffer)) > 0)
+            text.append(buffer, static_cast<std::size_t>(n));
+    }
+    std::this_thread::sleep_for(100ms);
+    for (pollfd readable{report[0], POLLIN, 0}; poll(&readable, 1, 0) > 0;)
+    {
+        char buffer[4096];
+        const ssize_t n = read(report[0], buffer, sizeof buffer);
+        if (n <= 0)
+            break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    dup2(savedStderr, STDERR_FILENO);
+    close(savedStderr);
+    close(report[0]);
+    stop = true;
+    never.Put(1);
+    timed.Put(1);
+    destroyer.join();
     INFO(text);
-    REQUIRE(result.exitCode == 0);
     CHECK(Contains(text, "TC: ~Scheduler('hung') has waited 5 s for 3 task(s)"));
     CHECK(!Contains(text, "never resumed"));
     CHECK(Contains(LineOf(text, "computing"), "running on worker "));
