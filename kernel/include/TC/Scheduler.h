@@ -189,7 +189,9 @@ private:
 // requests shutdown, then waits until every task it started has finished (pumping, if it has no
 // workers), and joins its workers; ~Scheduler then frees the stacks. Queued coroutine
 // resumptions still run before Stop returns. A task that can never be resumed makes it wait
-// forever: after 5 s it prints a hang report of the suspended tasks to stderr, once.
+// forever: after 5 s it prints to stderr, once, a hang report of its tasks: each one's name,
+// state (running on worker N, ready, suspended, suspended until a deadline) and what it waits
+// on, as TC::DumpTasks (<TC/Diagnostics.h>) writes them.
 // Start once Stop began throws std::logic_error. Submit and MoveCurrentTaskTo are accepted, and
 // what they hand over runs, until Stop's last look: the moment it has seen its last task finish
 // and the shared queue either empty or past the backlog it held when Stop began (as many items
