@@ -52,7 +52,7 @@ struct Registry
     }
 };
 
-[[maybe_unused]] std::string Demangle(const char* name)
+std::string Demangle(const char* name)
 {
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name, nullptr, nullptr, &status),
@@ -110,6 +110,15 @@ struct Registry
 }
 } // namespace
 
+std::string NameOf(const WaitTarget& target)
+{
+    if (target.name)
+        return target.name;
+    if (target.type)
+        return Demangle(target.type->name());
+    return "?";
+}
+
 std::string DescribeException(const std::exception_ptr& error)
 {
     try
@@ -130,9 +139,8 @@ std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry)
 {
     // Read from what was recorded at suspension: by the time a rule is broken the callback
     // object itself may be gone.
-    if (const auto* type = static_cast<const std::type_info*>(entry.callbackType_))
-        return Demangle(type->name());
-    return "?";
+    return NameOf(WaitTarget{entry.waitedOn_, static_cast<const std::type_info*>(entry.callbackType_),
+                             entry.waitedOnName_});
 }
 
 void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
@@ -141,7 +149,10 @@ void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
     Registry& registry = Registry::Instance();
     entry.suspendedAt_ = SteadyNowNanoseconds();
     entry.hangReported_ = false;
-    entry.callbackType_ = entry.callback_ ? &typeid(*entry.callback_) : nullptr;
+    const WaitTarget target = entry.callback_ ? entry.callback_->WaitedOn() : WaitTarget{};
+    entry.callbackType_ = target.type;
+    entry.waitedOn_ = target.object;
+    entry.waitedOnName_ = target.name;
     std::lock_guard guard(registry.lock);
     entry.hangPrev_ = nullptr;
     entry.hangNext_ = registry.head;
@@ -169,6 +180,16 @@ void UnregisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
     entry.hangPrev_ = entry.hangNext_ = nullptr;
 #endif
 }
+void ForEachSuspended([[maybe_unused]] const std::function<void(const SuspendedTaskEntry&)>& visit)
+{
+#if TC_CHECKED
+    Registry& registry = Registry::Instance();
+    std::lock_guard guard(registry.lock);
+    for (SuspendedTaskEntry* entry = registry.tail; entry; entry = entry->hangPrev_)
+        visit(*entry);
+#endif
+}
+
 void ForgetParkedEntry([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
 {
 #if TC_CHECKED

@@ -272,6 +272,7 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
     destination->startedElsewhere.fetch_add(1, std::memory_order_release);
     destination->blocks.fetch_add(1, std::memory_order_relaxed);
     SchedulerCore* source = task->scheduler;
+    MoveBlock(source->registry_, destination->registry_, task);
     task->scheduler = destination;
     task->priority = priority;
     source->endedElsewhere.fetch_add(1, std::memory_order_release);

@@ -7,6 +7,7 @@
 #include "Parker.h"
 #include "Resume.h"
 #include "Task.h"
+#include "TaskRegistry.h"
 #include "ThreadState.h"
 #include "Timers.h"
 #include "context/Context.h"
@@ -444,6 +445,8 @@ public:
     // Stop: waits for every task and queued item (pumping, or on the workers), closes to
     // new work from outside (Close), waits for what was admitted before, then stops the workers.
     void Shutdown();
+    // Shutdown's report, once it has waited 5 s: its task count and every task (DumpTasksOf).
+    void ReportShutdownHang() const;
     // Makes this core the calling thread's host (its converted-thread waits pump it), in place
     // of the one it pumped before.
     void BindHost(ThreadState& thread) noexcept;
@@ -500,7 +503,7 @@ private:
     void* TakeBlockSlow(Worker* worker);
     inline void ReturnBlock(void* block, bool toWorker) noexcept;
     void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;
-    static std::uint64_t FreeBlocks(FreeTaskBlock* block) noexcept; // how many it freed
+    std::uint64_t FreeBlocks(FreeTaskBlock* block) noexcept; // how many it freed
     // CountStart/CountEnd: `worker`'s own count when it is the calling thread's worker of this
     // core (a load and a store), else the shared one (a read-modify-write).
     inline void CountOn(Worker* worker, std::atomic<std::uint64_t> Worker::*own,
@@ -571,6 +574,12 @@ private:
     FreeTaskBlock* blockPool_ = nullptr;
     std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it
     bool orphaned_ = false; // under blockLock_: the Scheduler is gone, blocks are freed, not pooled
+
+public:
+    // This core and its task blocks in the registry DumpTasks and the debugger read (registered
+    // once the constructor has succeeded, until the destructor); workerPointers_ backs its list.
+    CoreRecord registry_;
+    std::vector<Worker*> workerPointers_;
 };
 
 // The schedulers a thread hosts (but one it skips), held for a wait of that thread

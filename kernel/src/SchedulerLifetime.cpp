@@ -3,9 +3,12 @@
 
 #include "SchedulerInternals.h"
 
+#include "Diagnostics.h"
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -52,6 +55,8 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
         // deadlock on them (PumpForWait makes it the host then).
         BindHost(CurrentThread());
     }
+    for (auto& worker : workers_)
+        workerPointers_.push_back(worker.get());
     if (options.workerCount > 0)
     {
         try
@@ -69,10 +74,17 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
             throw;
         }
     }
+    registry_.core = this;
+    registry_.name = options.name.c_str();
+    registry_.workers = workerPointers_.data();
+    registry_.workerCount = static_cast<unsigned>(workerPointers_.size());
+    registry_.hasWorkerThreads = HasWorkerThreads();
+    RegisterCore(registry_);
 }
 
 SchedulerCore::~SchedulerCore()
 {
+    UnregisterCore(registry_);
     // A submitter from outside may still be waking a worker for the task that finished last.
     WaitForOutsideSubmissions();
     for (auto& worker : workers_)
@@ -115,11 +127,7 @@ void SchedulerCore::Shutdown()
         if (!reported && std::chrono::steady_clock::now() - start > std::chrono::seconds(5))
         {
             reported = true;
-            std::fprintf(stderr,
-                         "TC: ~Scheduler('%s') has waited 5 s for %zu task(s) that are suspended and "
-                         "were never resumed; it keeps waiting (resume or finish every task before "
-                         "destroying its scheduler)\n",
-                         options.name.c_str(), Live());
+            ReportShutdownHang();
         }
     };
     // The first look's bound: the shared queue counts as drained once it ran empty, or once as
@@ -220,6 +228,19 @@ void SchedulerCore::Shutdown()
         for (auto& worker : workers_)
             worker->thread.join();
     }
+}
+
+void SchedulerCore::ReportShutdownHang() const
+{
+    // One write, so the lines of two schedulers' reports do not interleave.
+    std::ostringstream report;
+    report << "TC: ~Scheduler('" << options.name << "') has waited 5 s for " << Live()
+           << " task(s) to finish; it keeps waiting (resume or finish every task before "
+              "destroying its scheduler). Its tasks now:\n";
+    DumpTasksOf(report, *this);
+    const std::string text = report.str();
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
 }
 
 void SchedulerCore::Close() noexcept

@@ -73,6 +73,7 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 inline void RescheduleTask(Task* task) noexcept
 {
     Worker* worker = CurrentThreadInSwitchFreeCode().worker; // nothing here switches
+    SetRunState(*task, TaskRunState::Ready);
     if (!task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
                                           task->priority)) [[unlikely]]
         RescheduleTaskSlow(worker, task);
@@ -151,6 +152,7 @@ void SuspendTask(ISuspendCallback* callback)
         // no store: SuspendTaskFor clears it before it returns.
         if (task->entry.callback_ != callback)
             task->entry.callback_ = callback;
+        SetRunState(*task, TaskRunState::Suspended);
         MarkSuspended(task->entry);
         SwitchAway(*thread.worker, task, PostSwitch::Suspend);
         return;
@@ -174,6 +176,7 @@ bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout)
     task->entry.callback_ = callback;
     task->entry.timedOut_ = false;
     PrepareTimer(task->entry, node, timeout);
+    SetRunState(*task, TaskRunState::SuspendedTimed);
     MarkSuspended(task->entry);
     SwitchAway(*thread.worker, task, PostSwitch::SuspendTimed);
     const bool resumed = SettleTimer(task->entry, node);

@@ -26,6 +26,20 @@ struct StackMemory
     IStackAllocator* allocator = nullptr; // the scheduler's that allocated it
 };
 
+// What a task is doing, for TC::Diagnostics::DumpTasks and the debugger extension. Written only
+// where a task's life already writes its block: at its start, by the task itself as it suspends
+// (on the line its switch saves into), by whoever resumes it, at its end and when its block is
+// freed. A task that runs is the `current` of its worker, whatever this says.
+enum class TaskRunState : std::uint8_t
+{
+    Free = 0,       // the block holds no task (in a cache or pool, or never used)
+    Queued,         // started, never run yet
+    Ready,          // resumed (or yielded, moved): queued to run again
+    Suspended,      // waits untimed in SuspendTask
+    SuspendedTimed, // waits in SuspendTaskFor, with a deadline (entry.timer_)
+    Finished,       // ended; its JoinHandle has not let go yet
+};
+
 // Join word values besides a joiner's SuspendedTaskEntry*.
 inline constexpr std::uintptr_t kJoinRunning = 0;
 inline constexpr std::uintptr_t kJoinFinished = 1;
@@ -37,6 +51,11 @@ struct Task : TaskIdentity
     // resumer on another thread reads, so a suspension writes it only where a field changes
     // (SuspendTask): a line the waiter dirtied would cost that resumer a transfer.
     SuspendedTaskEntry entry;
+    // On the line `context` shares (the one each switch away saves into), not the entry's first.
+    // Written with plain stores on the task's paths (SetRunState), read racily by DumpTasks
+    // (ReadRunState): an atomic store there would make the compiler reload what it had cached
+    // across it, on every suspension.
+    TaskRunState runState = TaskRunState::Queued;
     ExecutionContext context;
     SchedulerCore* scheduler = nullptr;
     const TaskBody* body = nullptr;
@@ -57,12 +76,33 @@ struct Task : TaskIdentity
 inline constexpr std::size_t kTaskBlockAlign = 64;
 inline constexpr std::size_t kTaskBytes = (sizeof(Task) + kTaskBlockAlign - 1) / kTaskBlockAlign * kTaskBlockAlign;
 inline constexpr std::size_t kTaskBlockSize = kTaskBytes + 128;
+// What a block's allocation holds: the block, then its BlockRecord (TaskRegistry.h).
+inline constexpr std::size_t kTaskBlockAllocation = kTaskBlockSize + 64;
 
 // A free task block, in a worker's cache or the scheduler's pool.
 struct FreeTaskBlock
 {
     FreeTaskBlock* next;
 };
+
+inline void SetRunState(Task& task, TaskRunState state) noexcept
+{
+    task.runState = state;
+}
+
+// Before the block is freed: a store the compiler may not drop as dead before ~Task.
+inline void SetRunStateBeforeFree(Task& task) noexcept
+{
+    __atomic_store_n(reinterpret_cast<std::uint8_t*>(&task.runState),
+                     static_cast<std::uint8_t>(TaskRunState::Free), __ATOMIC_RELAXED);
+}
+
+// A snapshot for DumpTasks, taken while the task may be writing it.
+inline TaskRunState ReadRunState(const Task& task) noexcept
+{
+    return static_cast<TaskRunState>(
+        __atomic_load_n(reinterpret_cast<const std::uint8_t*>(&task.runState), __ATOMIC_RELAXED));
+}
 
 inline Task* TaskOf(SuspendedTaskEntry* entry) noexcept
 {

@@ -196,6 +196,7 @@ void SchedulerCore::EndUnrun(Task* task, Worker* worker) noexcept
     // As the end of TaskMain and FinishTask, for a task that never ran (task->error is set).
     task->body->destroy(task->callable);
     CountEnd(worker);
+    SetRunState(*task, TaskRunState::Finished);
     EndForJoiner(task, "could not run: no stack could be allocated for it");
 }
 
@@ -204,6 +205,7 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
     if (task->stack.base)
         ReturnStack(task->stack, SubmittingWorker());
     const bool toWorker = task->blockFromWorker;
+    SetRunStateBeforeFree(*task);
     task->~Task();
     ReturnBlock(task, toWorker);
 }
@@ -272,6 +274,7 @@ Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexce
     next->contextReady = true;
     worker.current = next;
     CountEnd(&worker);
+    SetRunState(*finished, TaskRunState::Finished);
     EndForJoiner(finished, "ended with an exception"); // the last use of `finished`
     if (taskHooks)
         CallTaskHook(options.hooks.taskEnter, next);
@@ -284,6 +287,7 @@ void SchedulerCore::FinishTask(Task* task, Worker* worker) noexcept
     DestroyContext(task->context);
     ReturnStack(std::exchange(task->stack, StackMemory{}), worker);
     CountEnd(worker);
+    SetRunState(*task, TaskRunState::Finished);
     EndForJoiner(task, "ended with an exception"); // the last use of `task`
 }
 std::size_t SchedulerCore::Live() const noexcept
@@ -304,6 +308,7 @@ std::size_t SchedulerCore::Live() const noexcept
 void SchedulerCore::FreeTask(Task* task) noexcept
 {
     const bool toWorker = task->blockFromWorker;
+    SetRunStateBeforeFree(*task);
     task->~Task();
     ReturnBlock(task, toWorker); // may delete this core (the Scheduler is gone: ReturnBlockSlow)
 }

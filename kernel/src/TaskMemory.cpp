@@ -175,8 +175,9 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
             return block;
         }
     }
-    void* block = ::operator new(kTaskBlockSize, std::align_val_t(kTaskBlockAlign));
+    void* block = ::operator new(kTaskBlockAllocation, std::align_val_t(kTaskBlockAlign));
     blocks.fetch_add(1, std::memory_order_relaxed); // this core cannot go: its Scheduler counts
+    RegisterBlock(registry_, block); // DumpTasks and the debugger find its tasks from now on
     return block;
 }
 
@@ -215,7 +216,11 @@ std::uint64_t SchedulerCore::FreeBlocks(FreeTaskBlock* block) noexcept
 {
     std::uint64_t count = 0;
     for (; block; ++count)
-        ::operator delete(std::exchange(block, block->next), std::align_val_t(kTaskBlockAlign));
+    {
+        void* memory = std::exchange(block, block->next);
+        UnregisterBlock(registry_, memory);
+        ::operator delete(memory, std::align_val_t(kTaskBlockAlign));
+    }
     return count;
 }
 

@@ -14,12 +14,15 @@
 #include <TC/Synchronization.h>
 #include <TC/Synchronization/detail/SplitGate.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -274,4 +277,37 @@ TEST_CASE("Each primitive destroyed with a waiter suspended on it fails at once"
     RequireRule(DestroyWhileWaitedOn<Barrier>(
                     nothing, [](Barrier& b) { b.ArriveAndWait(); }, 2),
                 rule);
+}
+
+TEST_CASE("Diagnostics name the primitive a creator waits on, not the creator's callback")
+{
+    // The creator of a Multiple object waits through a callback of its own; the registry of
+    // suspended waiters, hang reports and DumpTasks name the object it waits on.
+    std::atomic<WaitGroup*> created{nullptr};
+    Scheduler scheduler(1);
+    auto creator = scheduler.Start(
+        [&] {
+            WaitGroup group(1);
+            created = &group;
+            group.Wait();
+        },
+        {.name = "creator"});
+    std::vector<SuspendedWaiterInfo> waiters;
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (waiters.empty() && std::chrono::steady_clock::now() < giveUp)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        waiters = SnapshotSuspendedWaiters();
+    }
+    REQUIRE(waiters.size() == 1);
+    CHECK(waiters[0].waiter == "task 'creator'");
+    CHECK(waiters[0].waitsOn == "TC::Synchronization::WaitGroup");
+    std::ostringstream dump;
+    DumpTasks(dump);
+    INFO(dump.str());
+    CHECK(dump.str().find("'creator' suspended") != std::string::npos);
+    CHECK(dump.str().find("waits on TC::Synchronization::WaitGroup at 0x") != std::string::npos);
+    CHECK(dump.str().find("CreatorCallback") == std::string::npos);
+    created.load()->Done();
+    creator.Join();
 }

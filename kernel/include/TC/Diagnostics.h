@@ -1,11 +1,12 @@
 #pragma once
-// Diagnostics: race-point hooks for test kits, seeded scheduling lives in SchedulerOptions, and
-// hang reports that list the waiters nobody resumed (checked builds).
+// Diagnostics: race-point hooks for test kits, seeded scheduling lives in SchedulerOptions, a
+// dump of every task (every build), and hang reports that list the waiters nobody resumed.
 
 #include <TC/Duration.h>
 #include <TC/SuspendedTask.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -50,4 +51,18 @@ std::string DescribeWaiter(SuspendedTask waiter);
 // false (and does nothing) in builds without checked mode. Calling it again changes the
 // threshold.
 bool EnableHangReports(Duration threshold);
+
+// Writes every live task of every scheduler to `out`, in every build (Release included): per
+// scheduler a header line, then one line per task with its id, name and state -- running on
+// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
+/// finished but not joined -- and for a suspended task what it waits on (the primitive's name
+/// and address). Checked builds add how long each has been suspended, and the converted threads
+/// and coroutines suspended through the suspend protocol.
+/// - Costs nothing while not called: it reads the task blocks each scheduler keeps anyway.
+/// - Exact for tasks that do not change state while it reads (a hang, a program stopped in a
+///   debugger); a task that is being resumed meanwhile may be shown in either state. Call it
+///   while the tasks it lists are stuck, not as a routine log in a busy program.
+/// - Any thread, also a task's; it takes each scheduler's registry lock briefly, never waits
+///   for a task.
+void DumpTasks(std::ostream& out);
 } // namespace TC

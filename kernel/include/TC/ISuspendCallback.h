@@ -3,8 +3,19 @@
 
 #include <TC/SuspendedTask.h>
 
+#include <typeinfo>
+
 namespace TC
 {
+// What a waiter waits on, as diagnostics name it: the primitive's address, its type and,
+// optionally, a name the primitive gives itself (nullptr: its type's name is used).
+struct WaitTarget
+{
+    const void* object = nullptr;
+    const std::type_info* type = nullptr;
+    const char* name = nullptr;
+};
+
 // Implemented by a primitive. Both members run outside any task and must not suspend, yield or
 // wait (checked mode fails "wait inside a callback" if they do).
 class ISuspendCallback
@@ -26,6 +37,13 @@ public:
     // the wait returns true). Never resume the task here. The default, false, is right only for
     // primitives that never time out.
     virtual bool OnTimeout(SuspendedTask /*task*/) noexcept { return false; }
+
+    // What a waiter suspended with this callback waits on, for hang reports, DumpTasks and
+    // checked-mode messages. The default names this object by its dynamic (most-derived) type,
+    // right for a primitive that is its own callback; a callback that stands for another object
+    // (a per-wait node, a creator's slot) returns that object. Called by the kernel only while
+    // the waiter is suspended, outside the primitive's locks; it must not wait.
+    virtual WaitTarget WaitedOn() const noexcept { return {this, &typeid(*this), nullptr}; }
 
 protected:
     ISuspendCallback() = default;

@@ -200,8 +200,10 @@ private:
 /// - While it waits, the calling thread pumps the scheduler if it has no workers, and every
 ///   scheduler the thread hosts (not when called inside a task), so shutdown finishes in any
 ///   order: a worker scheduler whose tasks wait on host work may be destroyed before the host's.
-/// - A task that is never resumed makes it wait for ever: after 5 s it prints a hang report to
-///   stderr, once.
+/// - A task that is never resumed makes it wait for ever: after 5 s it prints to stderr, once, a
+///   hang report of its tasks: each one's name, state (running on worker N, ready, suspended,
+///   suspended until a deadline) and what it waits on, as TC::DumpTasks (<TC/Diagnostics.h>)
+///   writes them.
 /// - Start once Stop began throws std::logic_error.
 /// - Submit and MoveCurrentTaskTo are accepted, and what they hand over runs, until Stop's last
 ///   look: the moment it has seen its last task finish, its last timed coroutine resumed, and the

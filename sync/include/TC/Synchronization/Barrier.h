@@ -46,6 +46,7 @@ private:
     public:
         explicit Node(Barrier& owner) noexcept : owner_(&owner) {}
         void OnSuspended(SuspendedTask handle) noexcept override;
+        WaitTarget WaitedOn() const noexcept override { return {owner_, &typeid(Barrier), nullptr}; }
         std::uint64_t phase = 0;
 
     private:

@@ -105,6 +105,10 @@ private:
         Node(ConditionVariable& owner, Mutex& mutex) noexcept : owner_(&owner), mutex_(&mutex) {}
         void OnSuspended(SuspendedTask handle) noexcept override;
         bool OnTimeout(SuspendedTask handle) noexcept override;
+        WaitTarget WaitedOn() const noexcept override
+        {
+            return {owner_, &typeid(ConditionVariable), nullptr};
+        }
         Mutex* GetMutex() const noexcept { return mutex_; }
         // Whether a Notify (kNotified) or the timeout (kTimingOut) ends this wait, decided by one
         // CAS before either touches the other's side: a notified node's OnTimeout then never

@@ -114,6 +114,7 @@ public:
             explicit Node(Mutex& owner) noexcept : owner_(&owner) {}
             void OnSuspended(SuspendedTask handle) noexcept override;
             bool OnTimeout(SuspendedTask handle) noexcept override;
+            WaitTarget WaitedOn() const noexcept override { return {owner_, &typeid(Mutex), nullptr}; }
 
         private:
             Mutex* owner_;

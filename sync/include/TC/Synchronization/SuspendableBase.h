@@ -379,6 +379,13 @@ private:
             owner->OnPublished();
         }
 
+        // The creator waits on the object, not on this slot.
+        WaitTarget WaitedOn() const noexcept override
+        {
+            const ISuspendCallback* owner = owner_;
+            return {owner_, &typeid(*owner), nullptr};
+        }
+
     private:
         SuspendableBase* owner_;
     };

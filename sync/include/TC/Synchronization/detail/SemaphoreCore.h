@@ -129,6 +129,11 @@ public:
         explicit Node(SemaphoreCore& owner) noexcept : owner_(&owner) {}
         void OnSuspended(SuspendedTask handle) noexcept override;
         bool OnTimeout(SuspendedTask handle) noexcept override;
+        // The counting core a Semaphore or a Channel waits on.
+        WaitTarget WaitedOn() const noexcept override
+        {
+            return {owner_, &typeid(SemaphoreCore), nullptr};
+        }
 
     private:
         SemaphoreCore* owner_;

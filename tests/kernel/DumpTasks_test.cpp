@@ -1,0 +1,230 @@
+// DumpTasks and ~Scheduler's hang report: every task with its name, its state and what it
+// waits on, in the build under test (Release included: linked against the plain kernel).
+
+#include "TestMailbox.h"
+
+#include <catch2/catch.hpp>
+
+#include <TC/Core.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <poll.h>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+using namespace TC;
+using namespace std::chrono_literals;
+using TestSupport::Mailbox;
+
+namespace
+{
+std::string Dump()
+{
+    std::ostringstream out;
+    DumpTasks(out);
+    return out.str();
+}
+
+// The dump's line for the task named `name` ("" when none).
+std::string LineOf(const std::string& dump, const std::string& name)
+{
+    const std::size_t at = dump.find(" '" + name + "' ");
+    if (at == std::string::npos)
+        return {};
+    const std::size_t begin = dump.rfind('\n', at) + 1;
+    return dump.substr(begin, dump.find('\n', at) - begin);
+}
+
+// Polls the dump until `done` holds for it (a worker slow to start under TSan), at most 60 s.
+template <class Done>
+std::string DumpWhen(Done done)
+{
+    std::string dump = Dump();
+    const auto giveUp = std::chrono::steady_clock::now() + 60s;
+    while (!done(dump) && std::chrono::steady_clock::now() < giveUp)
+    {
+        std::this_thread::sleep_for(1ms);
+        dump = Dump();
+    }
+    return dump;
+}
+
+bool Contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+// A primitive that names itself: diagnostics show its name, not its type.
+class NamedGate final : public ISuspendCallback
+{
+public:
+    void Wait() { SuspendTask(this); }
+    void Open() noexcept
+    {
+        if (SuspendedTask waiter = waiter_.exchange(nullptr))
+            ResumeTask(waiter);
+    }
+    void OnSuspended(SuspendedTask task) noexcept override { waiter_.store(task); }
+    WaitTarget WaitedOn() const noexcept override { return {this, &typeid(*this), "the named gate"}; }
+
+private:
+    std::atomic<SuspendedTask> waiter_{nullptr};
+};
+} // namespace
+
+TEST_CASE("DumpTasks shows each task's name and state: running, ready, suspended, timed, finished")
+{
+    EnableTimers();
+    Mailbox never, timed;
+    NamedGate gate;
+    std::atomic<bool> computing{false}, stop{false};
+    SchedulerOptions options;
+    options.workerCount = 1;
+    options.name = "dumped";
+    Scheduler scheduler(options);
+    auto waiting = scheduler.Start([&] { (void)never.Take(); }, {.name = "waiting"});
+    auto sleeper = scheduler.Start(
+        [&] {
+            int value = 0;
+            (void)timed.Take(value, Duration(30s));
+        },
+        {.name = "sleeper"});
+    auto gated = scheduler.Start([&] { gate.Wait(); }, {.name = "gated"});
+    auto done = scheduler.Start([] {}, {.name = "done"});
+    std::string dump = DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "waiting"), "suspended") && Contains(LineOf(text, "sleeper"), "deadline") &&
+               Contains(LineOf(text, "gated"), "suspended") && Contains(LineOf(text, "done"), "finished");
+    });
+    auto busy = scheduler.Start(
+        [&] {
+            computing = true;
+            while (!stop)
+                std::this_thread::yield();
+        },
+        {.name = "busy"});
+    while (!computing)
+        std::this_thread::sleep_for(1ms);
+    auto queued = scheduler.Start([] {}, {.name = "queued"});
+    dump = Dump();
+    INFO(dump);
+    CHECK(Contains(dump, "scheduler 'dumped' (1 worker(s)):"));
+    CHECK(Contains(LineOf(dump, "busy"), "running on worker 0"));
+    CHECK(Contains(LineOf(dump, "queued"), "ready"));
+    CHECK(Contains(LineOf(dump, "waiting"), "suspended"));
+    CHECK(Contains(LineOf(dump, "waiting"), "waits on TestSupport::Mailbox at 0x"));
+    CHECK(Contains(LineOf(dump, "sleeper"), "suspended"));
+    CHECK(Contains(LineOf(dump, "sleeper"), " until a deadline in "));
+    CHECK(Contains(LineOf(dump, "sleeper"), " ms, waits on TestSupport::Mailbox"));
+    CHECK(Contains(LineOf(dump, "gated"), "waits on the named gate at 0x"));
+    CHECK(Contains(LineOf(dump, "done"), "finished, not joined"));
+    // Task ids are distinct numbers.
+    CHECK(LineOf(dump, "busy").rfind("  task ", 0) == 0);
+    stop = true;
+    never.Put(1);
+    timed.Put(1);
+    gate.Open();
+    for (JoinHandle* handle : {&waiting, &sleeper, &gated, &done, &busy, &queued})
+        handle->Join();
+    dump = Dump();
+    INFO(dump);
+    CHECK(LineOf(dump, "waiting").empty()); // joined tasks are gone
+    CHECK(Contains(dump, "scheduler 'dumped' (1 worker(s)):\n  no live task"));
+}
+
+TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every scheduler")
+{
+    Mailbox box;
+    SchedulerOptions hostOptions;
+    hostOptions.name = "host";
+    Scheduler host(hostOptions);
+    SchedulerOptions workerOptions;
+    workerOptions.workerCount = 1;
+    workerOptions.name = "pool";
+    Scheduler pool(workerOptions);
+    auto hosted = host.Start([&] { (void)box.Take(); }, {.name = "hosted"});
+    host.RunUntilIdle();
+    auto pooled = pool.Start([] {}, {.name = "pooled"});
+    const std::string dump = DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "pooled"), "finished");
+    });
+    INFO(dump);
+    CHECK(Contains(dump, "scheduler 'host' (host-pumped):"));
+    CHECK(Contains(dump, "scheduler 'pool' (1 worker(s)):"));
+    CHECK(Contains(LineOf(dump, "hosted"), "suspended"));
+    CHECK(dump.find("'hosted'") > dump.find("scheduler 'host'"));
+    box.Put(1);
+    host.RunUntilIdle();
+    hosted.Join();
+    pooled.Join();
+}
+
+TEST_CASE("~Scheduler's hang report lists each task's name, state and what it waits on")
+{
+    // A task that computes, one in an 8 s timed wait and one not resumed: the report after 5 s
+    // names each with its own state (only the last waits for a resume). In this process, with
+    // stderr read through a pipe; the tasks are let go once the report is in, so the destructor
+    // returns.
+    EnableTimers();
+    Mailbox never, timed;
+    std::atomic<bool> stop{false};
+    int report[2];
+    REQUIRE(pipe(report) == 0);
+    std::fflush(stderr);
+    const int savedStderr = dup(STDERR_FILENO);
+    dup2(report[1], STDERR_FILENO);
+    close(report[1]);
+    std::thread destroyer(
+        [&]
+        {
+            SchedulerOptions options;
+            options.workerCount = 2;
+            options.name = "hung";
+            Scheduler scheduler(options);
+            scheduler.Start([&] { (void)never.Take(); }, {.name = "stuck"}).Detach();
+            scheduler.Start([&] { int v = 0; (void)timed.Take(v, Duration(8s)); }, {.name = "timed"})
+                .Detach();
+            scheduler.Start([&] { while (!stop) std::this_thread::yield(); }, {.name = "computing"})
+                .Detach();
+            // ~Scheduler waits for them: the report comes after 5 s.
+        });
+    std::string text;
+    const auto giveUp = std::chrono::steady_clock::now() + 60s; // no report: the test fails
+    // The report is one write, ending with the last task's line.
+    while (!Contains(text, "'computing'") && std::chrono::steady_clock::now() < giveUp)
+    {
+        pollfd readable{report[0], POLLIN, 0};
+        char buffer[4096];
+        ssize_t n = 0;
+        if (poll(&readable, 1, 100) > 0 && (n = read(report[0], buffer, sizeof buffer)) > 0)
+            text.append(buffer, static_cast<std::size_t>(n));
+    }
+    std::this_thread::sleep_for(100ms);
+    for (pollfd readable{report[0], POLLIN, 0}; poll(&readable, 1, 0) > 0;)
+    {
+        char buffer[4096];
+        const ssize_t n = read(report[0], buffer, sizeof buffer);
+        if (n <= 0)
+            break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    dup2(savedStderr, STDERR_FILENO);
+    close(savedStderr);
+    close(report[0]);
+    stop = true;
+    never.Put(1);
+    timed.Put(1);
+    destroyer.join();
+    INFO(text);
+    CHECK(Contains(text, "TC: ~Scheduler('hung') has waited 5 s for 3 task(s)"));
+    CHECK(!Contains(text, "never resumed"));
+    CHECK(Contains(LineOf(text, "computing"), "running on worker "));
+    CHECK(Contains(LineOf(text, "timed"), "suspended"));
+    CHECK(Contains(LineOf(text, "timed"), "until a deadline in "));
+    CHECK(Contains(LineOf(text, "stuck"), "suspended"));
+    CHECK(Contains(LineOf(text, "stuck"), "waits on TestSupport::Mailbox at 0x"));
+    CHECK(!Contains(LineOf(text, "stuck"), "deadline"));
+}
