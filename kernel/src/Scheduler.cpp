@@ -56,7 +56,7 @@ std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
     return (value + to - 1) / to * to;
 }
 
-// TSan cannot see the queue's fences (tests/sanitizers/tsan.supp); these give it the
+// TSan cannot see the queue's fences (SharedQueue.h); these give it the
 // happens-before edge the queue really provides, from every enqueue to the dequeues after it.
 void TsanRelease([[maybe_unused]] const void* queue) noexcept
 {
