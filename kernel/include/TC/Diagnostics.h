@@ -4,6 +4,7 @@
 
 #include <TC/Duration.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <cstdint>
 #include <string>
@@ -26,7 +27,7 @@ using RacePointHook = void (*)(RacePoint point, SuspendedTask task) noexcept;
 // outside the callback guard (so a hook may pump a host scheduler). For test kits
 // (<TC/Testing.h>): it may sleep, spin or yield the thread to widen a window. nullptr removes it.
 // Costs one relaxed load per point when unset.
-void SetRacePointHook(RacePointHook hook) noexcept;
+TC_API void SetRacePointHook(RacePointHook hook) noexcept;
 
 // One waiter that is suspended right now (checked builds track them; others report none).
 struct SuspendedWaiterInfo
@@ -37,17 +38,17 @@ struct SuspendedWaiterInfo
 };
 
 // The waiters suspended now, oldest first. Empty unless the library is a checked build.
-std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
+TC_API std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
 
 // Checked builds: what a suspended waiter waits on -- the demangled type of the primitive
 // (the callback it suspended with, recorded at suspension) -- and who it is ("task 'name'",
 // "thread" or "coroutine"). For checked-mode messages of primitives; "?" in other builds.
-std::string WaitedOnType(SuspendedTask waiter);
-std::string DescribeWaiter(SuspendedTask waiter);
+TC_API std::string WaitedOnType(SuspendedTask waiter);
+TC_API std::string DescribeWaiter(SuspendedTask waiter);
 
 // Checked builds: starts a watchdog that prints to stderr, once per waiter, every wait that has
 // not been resumed after `threshold`: what it waits on, who waits and for how long. Returns
 // false (and does nothing) in builds without checked mode. Calling it again changes the
 // threshold.
-bool EnableHangReports(Duration threshold);
+TC_API bool EnableHangReports(Duration threshold);
 } // namespace TC

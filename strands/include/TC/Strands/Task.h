@@ -5,6 +5,7 @@
 
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/detail/Export.h>
 
 #include <coroutine>
 #include <exception>
@@ -25,7 +26,7 @@ class TaskPromiseBase;
 
 // The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the frames
 // beneath, deepest first, in constant native stack: see Reset().
-class TaskFrame
+class TC_API TaskFrame
 {
 public:
     TaskFrame() noexcept = default;
