@@ -93,15 +93,15 @@ int main()
             ++(task.Kind() == TC::TaskKind::Call ? calls : resumptions);
             task(); // exactly once
         };
-        TC::KeyedStrands<int> sessions(scheduler, options);
+        TC::KeyedStrands<int> byUser(scheduler, options);
         std::vector<long> perKey(4, 0); // element k touched only from key k's strand
         for (int i = 0; i < 4000; ++i)
-            sessions.Post(i % 4, [&perKey, key = i % 4] { ++perKey[key]; });
-        sessions.WaitIdle();
+            byUser.Post(i % 4, [&perKey, key = i % 4] { ++perKey[key]; });
+        byUser.WaitIdle();
         // [/guide:keyed]
         Check(perKey == std::vector<long>(4, 1000) && calls == 4000 && resumptions == 0,
               "KeyedStrands: four keys, 1000 calls each, hook saw every one");
-        Check(sessions.ActiveKeys() == 0 && sessions.StrandsMade() >= 1,
+        Check(byUser.ActiveKeys() == 0 && byUser.StrandsMade() >= 1,
               "KeyedStrands: idle keys hold no strand");
     }
 

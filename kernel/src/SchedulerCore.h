@@ -1,6 +1,7 @@
 #pragma once
 // SchedulerCore: the state behind a TC::Scheduler -- its queues, workers, sleepers and stacks.
-// One file, Scheduler.cpp, implements it; Suspend.cpp and ThreadWaiter.cpp call into it.
+// Scheduler*.cpp and Task*.cpp implement it (SchedulerInternals.h holds what they share);
+// Suspend.cpp and ThreadWaiter.cpp call into it.
 
 #include "LocalQueue.h"
 #include "Parker.h"
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace TC::detail
@@ -48,6 +50,13 @@ inline constexpr unsigned kFairnessInterval = 61;
 // The top bit of SchedulerCore::enqueuing_: the destructor has made its last look, and new work
 // from outside the core's threads is refused; the bits below count submissions in flight.
 inline constexpr std::uint32_t kEnqueueClosed = std::uint32_t{1} << 31;
+// Task blocks go back where they came from: a block a worker's task started with returns to that
+// worker's cache (up to kBlockCacheLimit) wherever it is freed last, one started from another
+// thread to the scheduler's pool (up to kBlockPoolLimit), so neither kind of starter allocates
+// in a steady state; the rest go back to operator delete, so a burst does not pin its memory.
+inline constexpr std::size_t kBlockCacheLimit = 1024;
+inline constexpr std::size_t kBlockPoolLimit = 4096;
+inline constexpr std::size_t kBlockBatch = 32;
 
 // What a submission from outside a core's threads brings (SchedulerCore::EnterFromOutside).
 enum class Arrival : std::uint8_t
@@ -435,7 +444,7 @@ public:
     void BindHost(ThreadState& thread) noexcept;
     // ~Scheduler, after Shutdown: no thread's waits pump this core any more.
     void UnbindHostThreads() noexcept;
-    // The threads whose host this core is; under the host lock (Scheduler.cpp).
+    // The threads whose host this core is; under the host lock (SchedulerRun.cpp).
     std::vector<ThreadState*>& HostThreads() noexcept { return hostThreads_; }
     std::atomic<bool> shutdownRequested{false};
     std::atomic<bool> stopping{false};
@@ -530,7 +539,7 @@ private:
     Parker* sleepList_ = nullptr;
     std::atomic<bool> hostBound_{false};
     std::thread::id hostThread_;
-    // Every thread whose `host` is this core (guarded by the global host lock, Scheduler.cpp):
+    // Every thread whose `host` is this core (guarded by the global host lock, SchedulerRun.cpp):
     // ~Scheduler clears their `host`, so none pumps this core once its Scheduler is gone.
     std::vector<ThreadState*> hostThreads_;
     std::mutex stopLock_;      // Stop: a second caller waits for the first to finish
@@ -562,6 +571,38 @@ inline void SchedulerCore::CountOn(Worker* worker, std::atomic<std::uint64_t> Wo
     }
     else
         elsewhere.fetch_add(1, std::memory_order_release);
+}
+
+// TakeBlock and ReturnBlock: the fast paths of every start and free, inline here so the task
+// code in other files keeps them inlined; TaskMemory.cpp holds their slow paths.
+inline void* SchedulerCore::TakeBlock(Worker* worker)
+{
+    if (worker && worker->blockCache) [[likely]]
+    {
+        --worker->blockCacheCount;
+        FreeTaskBlock* block = std::exchange(worker->blockCache, worker->blockCache->next);
+        // The next start writes all of the next block: fetch its lines for writing now, so
+        // that a burst of starts does not wait on them one start at a time.
+        if (FreeTaskBlock* next = worker->blockCache)
+            for (std::size_t offset = 0; offset < kTaskBlockSize; offset += 64)
+                __builtin_prefetch(reinterpret_cast<unsigned char*>(next) + offset, 1);
+        return block;
+    }
+    return TakeBlockSlow(worker);
+}
+
+inline void SchedulerCore::ReturnBlock(void* memory, bool toWorker) noexcept
+{
+    auto* block = static_cast<FreeTaskBlock*>(memory);
+    Worker* worker = toWorker ? SubmittingWorker() : nullptr;
+    if (worker && worker->blockCacheCount < kBlockCacheLimit) [[likely]]
+    {
+        block->next = worker->blockCache;
+        worker->blockCache = block;
+        ++worker->blockCacheCount;
+        return;
+    }
+    ReturnBlockSlow(block, worker);
 }
 
 inline void SchedulerCore::CountStart(Worker* worker) noexcept

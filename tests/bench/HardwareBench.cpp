@@ -1,8 +1,8 @@
 // The machine's own floors, measured in the same run as the rows they bound: what one
 // uncontended locked read-modify-write costs, and what moving one cache line from one core to the
-// other costs. No library code runs here. guides/performance.md ("Floors") turns them into the
-// least any implementation of a workload can take on the machine, e.g. the seed's Mailbox round
-// trip is ten locked read-modify-writes whoever runs it.
+// other costs. No library code runs here. guides/performance.md ("The cost model: floors") turns
+// them into the least any implementation of a workload can take on the machine, e.g. the guide's
+// Mailbox round trip is ten locked read-modify-writes whoever runs it.
 
 #include "peers/Measure.h"
 

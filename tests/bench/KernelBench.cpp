@@ -1,10 +1,10 @@
-// Kernel benchmarks (issue 2) and the ConcurrentTasks side of the peer workloads no layer suite
-// covers (issue 8): context switch, yield, ping-pong on one worker and across threads, spawn and
+// Kernel benchmarks and the ConcurrentTasks side of the peer workloads no layer suite
+// covers: context switch, yield, ping-pong on one worker and across threads, spawn and
 // join, a timed wait resumed early against an untimed one, skynet, and the memory a suspended
 // task and a suspended coroutine hold.
 //
 // Rows pair with the peers' (tests/bench/peers/) by name: BM_<Workload>_<Impl>, where a name
-// without an implementation suffix is ConcurrentTasks' own (the names issue 2 fixes). Every row
+// without an implementation suffix is ConcurrentTasks' own (the kernel's fixed row names). Every row
 // reports items_per_second (what one item is, is said per benchmark) or, for memory rows, the
 // bytes_per_item counter; tools/perf-report turns those into the comparison table.
 //
@@ -67,8 +67,8 @@ void RunPair(TC::Scheduler& scheduler, First first, Second second)
         .Join();
 }
 
-// The seed's Mailbox (guide "Custom primitives"), shared with the kernel tests: the ping-pong
-// rows measure exactly this handoff, as issue 2 asks.
+// The guide's Mailbox (guide "Custom primitives"), shared with the kernel tests: the ping-pong
+// rows measure exactly this handoff, the one the kernel's ping-pong target names.
 using TestSupport::Mailbox;
 
 using TCBench::Serve;
@@ -160,7 +160,7 @@ BENCHMARK(BM_Yield_TC)->UseRealTime();
 // ---------------------------------------------------------------------------------------------
 // Ping-pong through two Mailboxes: an item is one round trip (request and reply).
 
-// The seed's Mailbox through TCBench::RunPingPong (PingPong.h); the timed rows take each reply
+// The guide's Mailbox through TCBench::RunPingPong (PingPong.h); the timed rows take each reply
 // with a 1 s deadline.
 void RunPingPong(benchmark::State& state, TC::Scheduler& clientScheduler,
                  TC::Scheduler& serverScheduler)
@@ -209,7 +209,7 @@ void BM_TimedWaitResumedEarly(benchmark::State& state)
 }
 BENCHMARK(BM_TimedWaitResumedEarly)->UseRealTime();
 
-// A wait whose timeout is zero, on the seed's Mailbox with nothing in it: an item is one
+// A wait whose timeout is zero, on the guide's Mailbox with nothing in it: an item is one
 // Take(value, 0), which publishes the waiter and times out at once. range(0) == 0: from the
 // benchmark's (converted) thread; 1: from a task, which suspends and is rescheduled. The arming
 // thread fires such a deadline itself; through the timer thread it took about 25 us.

@@ -1,5 +1,5 @@
 #pragma once
-// The ping-pong workload shared by the kernel's rows (through the seed's Mailbox) and the sync
+// The ping-pong workload shared by the kernel's rows (through the guide's Mailbox) and the sync
 // layer's (through Mailbox<int>): a client puts a request and takes the reply, a server answers.
 
 #include "peers/Measure.h"

@@ -140,7 +140,7 @@ BENCHMARK_TEMPLATE(BM_EventPingPong, AutoResetEvent)->Arg(1)->Arg(2)->UseRealTim
 BENCHMARK_TEMPLATE(BM_EventPingPong, ManualResetEvent)->Arg(1)->Arg(2)->UseRealTime();
 
 // ---- ping-pong through two Mailbox<int>: an item is one round trip ----
-// The library's own single-value handoff (BM_PingPongSameThread runs the seed's Mailbox).
+// The library's own single-value handoff (BM_PingPongSameThread runs the guide's Mailbox).
 // range(0) == 1 or 2: both tasks on a scheduler of that many workers; 0: client and server on
 // two one-worker schedulers, as BM_PingPongCrossThread.
 

@@ -1,6 +1,7 @@
 /*
  * scheduler_close.pml -- ~Scheduler's last look against submissions from outside its threads
- * (SchedulerCore::Shutdown, Close, EnterFromOutside/LeaveFromOutside in kernel/src/Scheduler.cpp).
+ * (SchedulerCore::Shutdown, Close, EnterFromOutside in kernel/src/SchedulerLifetime.cpp,
+ * LeaveFromOutside in SchedulerCore.h).
  *
  * NSUB outside threads each submit PER items (Submit, Start or MoveCurrentTaskTo) until one is
  * refused. A task of the scheduler, live when the destructor starts, submits one item from

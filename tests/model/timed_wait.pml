@@ -7,7 +7,7 @@
  * (the timer may fire at any moment once the node is in the heap) for at most MAXSHORT waits,
  * or "long" (never passes in this run, so a missed Put shows up as a hang).
  *
- * Kernel protocol (kernel/src/Timers.h, Suspend.cpp, Scheduler.cpp RunPostSwitch):
+ * Kernel protocol (kernel/src/Timers.h, Suspend.cpp, SchedulerRun.cpp RunPostSwitch):
  *   PrepareTimer, before the switch: node state = Arming.
  *   The scheduler thread: OnSuspended, then ArmTimer: under the timer lock, in a CAS loop,
  *   clear Arming and, unless a ResumeTask already set Resumed, put the node in the heap and set

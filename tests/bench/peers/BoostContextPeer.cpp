@@ -1,5 +1,5 @@
 // Boost.Context peer: the raw switch of boost::context::fiber, the floor any stackful kernel's
-// switch is judged against (issue 2: ours within 1.2x of it).
+// switch is judged against (the kernel's target: ours within 1.2x of it).
 
 #include "Measure.h"
 

@@ -1,0 +1,225 @@
+// Queues: the shared queue and its inbox, the workers' own queues, and the pick of the next item.
+
+#include "SchedulerInternals.h"
+
+#include "Sanitizers.h"
+
+#include <new>
+#include <utility>
+
+namespace TC::detail
+{
+namespace
+{
+// TSan cannot see the queue's fences (SharedQueue.h); these give it the
+// happens-before edge the queue really provides, from every enqueue to the dequeues after it.
+void TsanRelease([[maybe_unused]] const void* queue) noexcept
+{
+#if TC_TSAN
+    __tsan_release(const_cast<void*>(queue));
+#endif
+}
+
+void TsanAcquire([[maybe_unused]] const void* queue) noexcept
+{
+#if TC_TSAN
+    __tsan_acquire(const_cast<void*>(queue));
+#endif
+}
+} // namespace
+
+void SchedulerCore::EnqueueFromOutside(std::uintptr_t item, Priority priority, Arrival arrival)
+{
+    if (Worker* host = HostWorkerOfThisThread()) // never while the destructor runs
+    {
+        host->local[static_cast<std::size_t>(priority)].Push(item);
+        return;
+    }
+    // Counted from before the admission until the item is queued and a worker woken: the
+    // destructor's last look waits for an admitted item to be queued, and once it is queued its
+    // task may run and finish, and the scheduler be destroyed, while this call (from the timer
+    // thread or any other) is still waking a worker -- ~SchedulerCore waits for it as well.
+    EnterFromOutside(arrival, "Submit");
+    LeaveFromOutsideAtExit leave{this};
+    EnqueueShared(item, priority);
+}
+
+void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
+{
+    TC_CHECK((item & ~kInboxItemMask) == 0, "address above 48 bits",
+             "a task or coroutine frame lives above the 48-bit address range the scheduler's "
+             "queues assume");
+    // The inbox when it is free and the queue looks empty: that this thread sees the queue empty
+    // means everything it queued before was taken. Workers look at the inbox before the queue,
+    // and an item queued while the inbox is full carries the inbox's placement count, so a
+    // worker that looked at the inbox just before it filled and then took the later item from
+    // the queue runs the inbox's first (FromSharedQueue): one thread's submissions start in the
+    // order made (on one worker; with several, two may be taken at once). Host-pumped
+    // schedulers keep to the queue (their seeded shuffle).
+    std::uintptr_t behind = 0; // the placement count of the inbox item this one queues behind
+    if (priority == Priority::Normal && HasWorkerThreads())
+    {
+        std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+        if ((word & kInboxItemMask) == 0
+            && global_[PriorityIndex(Priority::Normal)].size_approx() == 0)
+        {
+            std::uintptr_t count = (word >> kInboxItemBits) + 1;
+            if (count >> (64 - kInboxItemBits))
+                count = 1; // wrapped: 0 means "not behind anything"
+            // acq_rel: the item's writes happen before the taker's CAS (acquire); an RMW, so
+            // WakeOne's barrier orders it before the sleeper check as it does an enqueue.
+            if (inbox_.compare_exchange_strong(word, (count << kInboxItemBits) | item,
+                                               std::memory_order_acq_rel, std::memory_order_relaxed))
+            {
+                WakeOne();
+                return;
+            }
+        }
+        if ((word & kInboxItemMask) != 0)
+            behind = word & ~kInboxItemMask;
+    }
+    auto& queue = global_[PriorityIndex(priority)];
+    const bool high = priority == Priority::High;
+    if (high)
+        sharedHigh_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
+    TsanRelease(&queue);
+    if (!queue.enqueue(item | behind))
+    {
+        if (high)
+            sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeOne();
+}
+
+std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priority,
+                                              std::uintptr_t item) noexcept
+{
+    TsanAcquire(&global_[priority]);
+    CountTakenShared(worker);
+    if (priority == PriorityIndex(Priority::High))
+        sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+    return item;
+}
+
+std::uintptr_t SchedulerCore::FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept
+{
+    const std::uintptr_t item = queued & kInboxItemMask;
+    const std::uintptr_t behind = queued & ~kInboxItemMask;
+    if (behind == 0)
+        return item;
+    std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+    // Only the very placement it queued behind, still unclaimed: a later one (another count) is
+    // newer than `item` and waits its turn.
+    if ((word & ~kInboxItemMask) != behind || (word & kInboxItemMask) == 0 || worker.deferred != 0)
+        return item;
+    if (!inbox_.compare_exchange_strong(word, behind, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+        return item; // another worker took it
+    CountTakenShared(worker);
+    worker.deferred = item;
+    return word & kInboxItemMask;
+}
+
+std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
+{
+    const std::size_t last = PriorityIndex(lowest);
+    if (worker.shuffleState != 0)
+    {
+        // Seeded pumping: gather everything ready, then take a pseudo-random one (xorshift64).
+        for (std::size_t p = 0; p <= last; ++p)
+        {
+            std::uintptr_t item = 0;
+            while (global_[p].try_dequeue(item))
+            {
+                item = TakenFromShared(worker, p, item) &
+                       kInboxItemMask; // never behind the inbox here
+                try
+                {
+                    worker.local[p].Push(item);
+                }
+                catch (...)
+                {
+                    return item; // no room to shuffle: run it now
+                }
+            }
+            if (const std::size_t size = worker.local[p].Size())
+            {
+                std::uint64_t x = worker.shuffleState;
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                worker.shuffleState = x;
+                worker.local[p].SwapToFront(static_cast<std::size_t>(x % size));
+                return worker.local[p].Pop();
+            }
+        }
+        return 0;
+    }
+    if (worker.deferred != 0)
+        return std::exchange(worker.deferred, 0); // next after the inbox item it queued behind
+    const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
+    if (globalFirst)
+    {
+        worker.fairnessCountdown = kFairnessInterval;
+        worker.preferShared = false;
+    }
+    std::uintptr_t item = 0;
+    for (std::size_t p = 0; p <= last; ++p)
+    {
+        // The inbox holds a Normal item that came before everything its submitter queued since.
+        if (p == PriorityIndex(Priority::Normal))
+        {
+            // Claimed with a compare-exchange that keeps the placement count.
+            std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+            while ((word & kInboxItemMask) != 0)
+                if (inbox_.compare_exchange_weak(word, word & ~kInboxItemMask,
+                                                 std::memory_order_acquire, std::memory_order_relaxed))
+                {
+                    CountTakenShared(worker);
+                    return word & kInboxItemMask;
+                }
+        }
+        if (globalFirst && global_[p].try_dequeue(item))
+            return FromSharedQueue(worker, TakenFromShared(worker, p, item));
+        if ((item = worker.local[p].Pop()) != 0)
+            return item;
+        if (global_[p].try_dequeue(item))
+            return FromSharedQueue(worker, TakenFromShared(worker, p, item));
+    }
+    return 0;
+}
+
+bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
+{
+    if (lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
+        return true;
+    for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
+        if (global_[p].size_approx() != 0)
+            return true;
+    return false;
+}
+
+std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
+{
+    std::size_t count
+        = lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
+    for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
+    {
+        count += global_[p].size_approx();
+        if (worker)
+            count += worker->local[p].Size();
+    }
+    return count;
+}
+
+std::uint64_t SchedulerCore::TakenShared() const noexcept
+{
+    // relaxed: it only bounds how long Stop's first look waits; the second drain, after Close,
+    // is what runs everything admitted.
+    std::uint64_t taken = 0;
+    for (const auto& worker : workers_)
+        taken += worker->takenShared.load(std::memory_order_relaxed);
+    return taken;
+}
+} // namespace TC::detail
