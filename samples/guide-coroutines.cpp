@@ -35,7 +35,7 @@ TC::Task<int> Length(std::string_view text)
 
 TC::Task<int> TotalLength()
 {
-    const int a = co_await Length("four");  // the child starts by symmetric transfer ...
+    const int a = co_await Length("four");  // the child runs here, and returns when done ...
     const int b = co_await Length("three"); // ... and its frame is freed at the end of the line
     co_return a + b;
 }

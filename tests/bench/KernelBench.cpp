@@ -4,8 +4,8 @@
 // task and a suspended coroutine hold.
 //
 // Rows pair with the peers' (tests/bench/peers/) by name: BM_<Workload>_<Impl>, where a name
-// without an implementation suffix is ConcurrentTasks' own (the kernel's fixed row names). Every row
-// reports items_per_second (what one item is, is said per benchmark) or, for memory rows, the
+// without an implementation suffix is ConcurrentTasks' own (the kernel's fixed row names). Every
+// row reports items_per_second (what one item is, is said per benchmark) or, for memory rows, the
 // bytes_per_item counter; tools/perf-report turns those into the comparison table.
 //
 // Where a benchmark's loop runs inside a task, the task is on a worker thread: the state loop
@@ -310,13 +310,13 @@ void BM_ScalingPingPongPairs_TC(benchmark::State& state)
 BENCHMARK(BM_ScalingPingPongPairs_TC)->Apply(TCBench::WorkerCounts)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
-// BM_SpawnJoin: a task on a one-worker scheduler starts 1000 empty tasks, then joins them all;
-// an item is one task started, run, finished and joined. Each task only counts itself, in a
+// BM_SpawnJoinOneWorker: a task on a one-worker scheduler starts 1000 empty tasks, then joins them
+// all; an item is one task started, run, finished and joined. Each task only counts itself, in a
 // plain integer: every task runs on the one worker, and the count is read after the driver's
 // Join (a locked add would put one more RMW, ~7 ns here, into a row meant to time the task).
 constexpr int kSpawnBatch = 1000;
 
-void BM_SpawnJoin(benchmark::State& state)
+void BM_SpawnJoinOneWorker(benchmark::State& state)
 {
     TC::Scheduler scheduler(Workers(1));
     std::int64_t ran = 0;
@@ -336,11 +336,12 @@ void BM_SpawnJoin(benchmark::State& state)
     if (TCBench::Expect(state, ran == state.iterations() * kSpawnBatch, "tasks lost"))
         TCBench::ReportItems(state, kSpawnBatch);
 }
-BENCHMARK(BM_SpawnJoin)->UseRealTime();
+BENCHMARK(BM_SpawnJoinOneWorker)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
-// BM_Skynet_TC: the skynet tree -- 1 000 000 leaf tasks, every node starts 10 children and sums
-// what they return -- on two workers; an item is one task (1 111 111 per tree, root excluded).
+// BM_SkynetDepthFirst_TC: the skynet tree -- 1 000 000 leaf tasks, every node starts 10 children
+// and sums what they return -- on two workers; an item is one task (1 111 111 per tree, root
+// excluded).
 //
 // Stackful tasks hold a stack from start to finish, and a scheduler that runs its local queue in
 // FIFO order expands the tree breadth first, so "start all ten, then join" at every level would
@@ -399,11 +400,11 @@ void RunSkynet(benchmark::State& state, unsigned workers)
     TCBench::ReportItems(state, kSkynetTasks);
 }
 
-void BM_Skynet_TC(benchmark::State& state)
+void BM_SkynetDepthFirst_TC(benchmark::State& state)
 {
     RunSkynet(state, 2);
 }
-BENCHMARK(BM_Skynet_TC)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SkynetDepthFirst_TC)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // BM_ScalingSkynet_TC: the same tree on range(0) workers.
 void BM_ScalingSkynet_TC(benchmark::State& state)

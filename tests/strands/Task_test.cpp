@@ -31,29 +31,6 @@ Task<std::string> Throws()
     co_return std::string();
 }
 
-Task<int> Nested(int depth)
-{
-    if (depth == 0)
-        co_return 0;
-    co_return 1 + co_await Nested(depth - 1);
-}
-
-Task<void> Nothing()
-{
-    co_return;
-}
-
-Task<int> LoopOfSynchronousAwaits(int count)
-{
-    int done = 0;
-    for (int i = 0; i < count; ++i)
-    {
-        co_await Nothing();
-        ++done;
-    }
-    co_return done;
-}
-
 Task<bool> ReadsToken()
 {
     StopToken token = co_await ThisCoroStopToken();
@@ -156,20 +133,6 @@ TEST_CASE("The stop token is inherited by awaited tasks", "[strands][task]")
     source.request_stop();
     CHECK(SyncRun(std::move(task)));
     CHECK_FALSE(SyncRun(InheritsToken()));
-}
-
-TEST_CASE("Deep synchronous await chains do not grow the stack", "[strands][task]")
-{
-#if TC_SYMMETRIC_TRANSFER_IS_TAIL_CALL
-    constexpr int depth = 100000;
-#else
-    // This build's symmetric transfer is no tail call (GCC below -O2, or a sanitizer build):
-    // a 100000-deep chain would overflow the stack, so the property is checked shallower.
-    constexpr int depth = 2000;
-    WARN("symmetric transfer is not a tail call in this build: deep chain run at 2000");
-#endif
-    CHECK(SyncRun(Nested(depth)) == depth);
-    CHECK(SyncRun(LoopOfSynchronousAwaits(depth)) == depth);
 }
 
 TEST_CASE("SyncRun refuses a task that parks; SyncRunWith takes the park back",

@@ -180,11 +180,11 @@ void BM_PingPongCrossThread_BoostFiber(benchmark::State& state)
 BENCHMARK(BM_PingPongCrossThread_BoostFiber)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
-// BM_SpawnJoin_BoostFiber: the main fiber launches 1000 empty fibers, then joins them all; an
-// item is one fiber. Pooled stacks: Boost's fastest allocator (all on this one thread).
+// BM_SpawnJoinOneWorker_BoostFiber: the main fiber launches 1000 empty fibers, then joins them all;
+// an item is one fiber. Pooled stacks: Boost's fastest allocator (all on this one thread).
 constexpr int kSpawnBatch = 1000;
 
-void BM_SpawnJoin_BoostFiber(benchmark::State& state)
+void BM_SpawnJoinOneWorker_BoostFiber(benchmark::State& state)
 {
     std::int64_t ran = 0;
     RunOnFreshThread(
@@ -203,11 +203,11 @@ void BM_SpawnJoin_BoostFiber(benchmark::State& state)
     if (TCBench::Expect(state, ran == state.iterations() * kSpawnBatch, "fibers lost"))
         TCBench::ReportItems(state, kSpawnBatch);
 }
-BENCHMARK(BM_SpawnJoin_BoostFiber)->UseRealTime();
+BENCHMARK(BM_SpawnJoinOneWorker_BoostFiber)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
-// BM_Skynet_BoostFiber: the tree of KernelBench.cpp's BM_Skynet_TC, shaped the same way: the
-// top two levels launch ten fibers and join them; below, each child is launched with
+// BM_SkynetDepthFirst_BoostFiber: the tree of KernelBench.cpp's BM_SkynetDepthFirst_TC, shaped the
+// same way: the top two levels launch ten fibers and join them; below, each child is launched with
 // launch::dispatch (it runs at once) and joined before the next. Two threads, shared_work.
 constexpr std::int64_t kSkynetLeaves = 1'000'000;
 constexpr std::int64_t kSkynetTasks = 1'111'110;
@@ -250,7 +250,7 @@ std::int64_t Skynet(std::int64_t num, std::int64_t size, int level)
     return sum;
 }
 
-void BM_Skynet_BoostFiber(benchmark::State& state)
+void BM_SkynetDepthFirst_BoostFiber(benchmark::State& state)
 {
     bool ok = true;
     RunOnTwoThreads(
@@ -262,7 +262,136 @@ void BM_Skynet_BoostFiber(benchmark::State& state)
     if (TCBench::Expect(state, ok, "skynet: wrong sum"))
         TCBench::ReportItems(state, kSkynetTasks);
 }
-BENCHMARK(BM_Skynet_BoostFiber)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SkynetDepthFirst_BoostFiber)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// BM_SkynetNatural_BoostFiber/N: the tree over N leaves the way a Boost.Fiber user writes it,
+// every node launching its ten children (launch::post) and then joining them. Two threads,
+// shared_work; an item is one fiber (all but the root).
+std::int64_t SkynetNatural(std::int64_t num, std::int64_t size)
+{
+    if (size == 1)
+        return num;
+    const std::int64_t childSize = size / 10;
+    std::array<std::int64_t, 10> results{};
+    std::array<fibers::fiber, 10> children;
+    for (int i = 0; i < 10; ++i)
+        children[static_cast<std::size_t>(i)] = fibers::fiber(
+            fibers::launch::post, std::allocator_arg, fibers::fixedsize_stack(kStackBytes),
+            [&results, num, childSize, i] {
+                results[static_cast<std::size_t>(i)] =
+                    SkynetNatural(num + i * childSize, childSize);
+            });
+    for (fibers::fiber& fiber : children)
+        fiber.join();
+    std::int64_t sum = 0;
+    for (std::int64_t result : results)
+        sum += result;
+    return sum;
+}
+
+void BM_SkynetNatural_BoostFiber(benchmark::State& state)
+{
+    const std::int64_t leaves = state.range(0);
+    bool ok = true;
+    RunOnTwoThreads(
+        [&]
+        {
+            for (auto _ : state)
+                ok &= SkynetNatural(0, leaves) == leaves * (leaves - 1) / 2;
+        });
+    std::int64_t tasks = 0;
+    for (std::int64_t level = leaves; level >= 1; level /= 10)
+        tasks += level;
+    if (TCBench::Expect(state, ok, "skynet: wrong sum"))
+        TCBench::ReportItems(state, tasks - 1);
+}
+BENCHMARK(BM_SkynetNatural_BoostFiber)->Arg(100'000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// BM_BurstSpawnJoinHandles_BoostFiber/N: the main fiber of a two-thread shared_work pool launches
+// N empty fibers, then joins each in the order launched; an item is one fiber.
+void BM_BurstSpawnJoinHandles_BoostFiber(benchmark::State& state)
+{
+    const auto count = static_cast<std::size_t>(state.range(0));
+    std::atomic<std::int64_t> ran{0};
+    RunOnTwoThreads(
+        [&]
+        {
+            std::vector<fibers::fiber> spawned(count);
+            for (auto _ : state)
+            {
+                for (fibers::fiber& fiber : spawned)
+                    fiber = fibers::fiber(std::allocator_arg, fibers::fixedsize_stack(kStackBytes),
+                                          [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+                for (fibers::fiber& fiber : spawned)
+                    fiber.join();
+            }
+        });
+    if (TCBench::Expect(state, ran.load() == state.iterations() * state.range(0), "fibers lost"))
+        TCBench::ReportItems(state, state.range(0));
+}
+BENCHMARK(BM_BurstSpawnJoinHandles_BoostFiber)
+    ->Arg(200'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// BM_EventPingPongMulti_BoostFiber: Boost.Fiber has no event; its auto-reset event is a flag
+// under a fibers::mutex with a condition_variable any number of fibers may wait on. Two fibers
+// on one thread alternate through two of them; an item is one round trip.
+class AutoResetEvent
+{
+public:
+    void Set()
+    {
+        {
+            std::unique_lock guard(lock_);
+            set_ = true;
+        }
+        changed_.notify_one();
+    }
+    void Wait()
+    {
+        std::unique_lock guard(lock_);
+        changed_.wait(guard, [this] { return set_; });
+        set_ = false;
+    }
+
+private:
+    fibers::mutex lock_;
+    fibers::condition_variable changed_;
+    bool set_ = false;
+};
+
+void BM_EventPingPongMulti_BoostFiber(benchmark::State& state)
+{
+    RunOnFreshThread(
+        [&]
+        {
+            AutoResetEvent ping;
+            AutoResetEvent pong;
+            bool stop = false;
+            fibers::fiber ponger(
+                [&]
+                {
+                    for (;;)
+                    {
+                        ping.Wait();
+                        if (stop)
+                            return;
+                        pong.Set();
+                    }
+                });
+            for (auto _ : state)
+            {
+                ping.Set();
+                pong.Wait();
+            }
+            stop = true;
+            ping.Set();
+            ponger.join();
+        });
+    TCBench::ReportItems(state, 1);
+}
+BENCHMARK(BM_EventPingPongMulti_BoostFiber)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
 // BM_TaskMemory_BoostFiber: resident memory per fiber suspended on a condition variable, over

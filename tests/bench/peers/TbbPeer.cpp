@@ -23,12 +23,12 @@
 
 namespace
 {
-// BM_SpawnJoin_TBB: in an arena of one thread (as ConcurrentTasks' row uses one worker), a
+// BM_SpawnJoinOneWorker_TBB: in an arena of one thread (as ConcurrentTasks' row uses one worker), a
 // task_group runs 1000 empty tasks and waits for them; an item is one task. Each counts itself
 // in a plain integer, as in the other rows: the arena's one thread runs them all.
 constexpr int kSpawnBatch = 1000;
 
-void BM_SpawnJoin_TBB(benchmark::State& state)
+void BM_SpawnJoinOneWorker_TBB(benchmark::State& state)
 {
     tbb::task_arena arena(1);
     std::int64_t ran = 0;
@@ -46,13 +46,35 @@ void BM_SpawnJoin_TBB(benchmark::State& state)
     if (TCBench::Expect(state, ran == state.iterations() * kSpawnBatch, "tasks lost"))
         TCBench::ReportItems(state, kSpawnBatch);
 }
-BENCHMARK(BM_SpawnJoin_TBB)->UseRealTime();
+BENCHMARK(BM_SpawnJoinOneWorker_TBB)->UseRealTime();
 
-// BM_Skynet_TBB: 1 000 000 leaves, every node runs its ten children in a task_group and waits;
-// two threads (the machine's cores); an item is one task.
+// BurstSpawn/N: the benchmark's thread runs a task_group of N empty tasks in an arena of two
+// threads and waits for it; an item is one task.
+void BM_BurstSpawn_TBB(benchmark::State& state)
+{
+    tbb::task_arena arena(2);
+    std::atomic<std::int64_t> ran{0};
+    arena.execute(
+        [&]
+        {
+            for (auto _ : state)
+            {
+                tbb::task_group group;
+                for (std::int64_t i = 0; i < state.range(0); ++i)
+                    group.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+                group.wait();
+            }
+        });
+    if (TCBench::Expect(state, ran.load() == state.iterations() * state.range(0), "tasks lost"))
+        TCBench::ReportItems(state, state.range(0));
+}
+BENCHMARK(BM_BurstSpawn_TBB)->Arg(200'000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Skynet: every node runs its ten children in a task_group and waits -- the way a oneTBB user
+// writes it, and depth first in effect, since a waiting parent runs its own children (LIFO)
+// first. Two threads (the machine's cores); an item is one task. BM_SkynetDepthFirst_TBB has
+// 1 000 000 leaves, BM_SkynetNatural_TBB range(0).
 constexpr std::int64_t kSkynetLeaves = 1'000'000;
-constexpr std::int64_t kSkynetTasks = 1'111'110;
-constexpr std::int64_t kSkynetSum = kSkynetLeaves * (kSkynetLeaves - 1) / 2;
 
 std::int64_t Skynet(std::int64_t num, std::int64_t size)
 {
@@ -72,7 +94,7 @@ std::int64_t Skynet(std::int64_t num, std::int64_t size)
     return sum;
 }
 
-void RunSkynet(benchmark::State& state, int threads)
+void RunSkynet(benchmark::State& state, int threads, std::int64_t leaves = kSkynetLeaves)
 {
     tbb::task_arena arena(threads);
     bool ok = true;
@@ -80,17 +102,26 @@ void RunSkynet(benchmark::State& state, int threads)
         [&]
         {
             for (auto _ : state)
-                ok &= Skynet(0, kSkynetLeaves) == kSkynetSum;
+                ok &= Skynet(0, leaves) == leaves * (leaves - 1) / 2;
         });
+    std::int64_t tasks = 0;
+    for (std::int64_t level = leaves; level >= 1; level /= 10)
+        tasks += level;
     if (TCBench::Expect(state, ok, "skynet: wrong sum"))
-        TCBench::ReportItems(state, kSkynetTasks);
+        TCBench::ReportItems(state, tasks - 1);
 }
 
-void BM_Skynet_TBB(benchmark::State& state)
+void BM_SkynetDepthFirst_TBB(benchmark::State& state)
 {
     RunSkynet(state, 2);
 }
-BENCHMARK(BM_Skynet_TBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SkynetDepthFirst_TBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_SkynetNatural_TBB(benchmark::State& state)
+{
+    RunSkynet(state, 2, state.range(0));
+}
+BENCHMARK(BM_SkynetNatural_TBB)->Arg(100'000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // BM_ScalingSkynet_TBB: the same tree in an arena of range(0) threads.
 void BM_ScalingSkynet_TBB(benchmark::State& state)

@@ -1,13 +1,16 @@
 #pragma once
-// Task<T>: a lazy coroutine producing one T (or nothing, for Task<void>), awaited once, whose
-// completion hands control straight to its awaiter (symmetric transfer) and whose frame is owned
-// by whoever awaits it, so a chain of tasks is owned downward from its root.
+// Task<T>: a lazy coroutine producing one T (or nothing, for Task<void>), awaited once, started
+// by its awaiter and handing control back to it when done, whose frame is owned by whoever
+// awaits it, so a chain of tasks is owned downward from its root.
 
+#include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
 #include <TC/detail/Export.h>
 
+#include <atomic>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +21,12 @@ namespace TC
 {
 template <class T = void>
 class Task;
+
+// How many Task starts may run nested on one thread's native stack: a Task whose body awaits a
+// Task, whose body awaits a Task, and so on, each level still running its start (none has
+// suspended or finished yet). Each level costs a few native frames, so the real limit is the
+// stack's; checked mode refuses the level beyond this one by name instead of overflowing.
+inline constexpr std::uint32_t kTaskNestingLimit = 10000;
 
 namespace detail
 {
@@ -132,16 +141,23 @@ private:
 class TaskPromiseBase : public ChainFrame
 {
 public:
+    // Ends the body: hands control to the awaiting coroutine where it is suspended on this
+    // frame, and otherwise back to whoever resumed this one (see StartAwaited).
     struct FinalAwaiter
     {
         bool await_ready() const noexcept { return false; }
         template <class Promise>
         std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept
         {
-            // Symmetric transfer: a tail call where the compiler makes one (see Task_test's
-            // deep chain), so a chain of synchronous completions does not grow the stack.
-            std::coroutine_handle<> continuation = self.promise().continuation_;
-            return continuation ? continuation : std::noop_coroutine();
+            TaskPromiseBase& promise = self.promise();
+            // Read before the handshake: once the awaiter learns that this frame finished, it
+            // may continue and free the frame at any moment.
+            const std::coroutine_handle<> continuation = promise.continuation_;
+            if (!continuation || !promise.FinishedSecond())
+                return std::noop_coroutine(); // a root, or the awaiter is still deciding
+            // The awaiter suspended: transfer to it, on this thread (a tail call where the
+            // compiler makes one; one level of stack where it does not).
+            return continuation;
         }
         void await_resume() const noexcept {}
     };
@@ -153,8 +169,8 @@ public:
     const StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
 
-    // Called by whoever is about to start this frame: the awaiting coroutine's awaiter, a
-    // combinator's runner, or the owner of a root task.
+    // Names the coroutine awaiting this frame; StartAwaited then starts it. A root task has none:
+    // its final suspension returns to whoever resumed it.
     void SetContinuation(std::coroutine_handle<> continuation) noexcept
     {
         continuation_ = continuation;
@@ -172,6 +188,15 @@ public:
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
+    // Starts this frame for the awaiter that SetContinuation named, by resuming it here, and
+    // says whether that awaiter must stay suspended: false when the frame finished before the
+    // start returned, so the awaiter continues in its own activation and a loop of such awaits
+    // runs in constant native stack. Otherwise the frame suspended somewhere, and its final
+    // suspension resumes the awaiter. Each start nests one activation on the native stack until
+    // the started frame first suspends or finishes: checked mode refuses a nesting deeper than
+    // kTaskNestingLimit on one thread.
+    bool StartAwaited() noexcept;
+
 protected:
     void RethrowIfFailed() const
     {
@@ -180,11 +205,90 @@ protected:
     }
 
 private:
+    // The handshake between StartAwaited and FinalAwaiter, which can run on different threads
+    // when the frame suspends and another thread resumes it. Each side exchanges its state in,
+    // and whichever comes second continues the awaiter. acq_rel on both exchanges (and acquire
+    // on the awaiter's look before its own): where the frame finished first, the awaiter sees its
+    // result and everything the body wrote; where the awaiter suspended first, the final
+    // suspension sees the awaiting frame as it was left before it resumes it.
+    enum Handoff : std::uint8_t
+    {
+        kUndecided,
+        kFinished,         // the frame reached its final suspension first
+        kAwaiterSuspended, // the awaiter decided to stay suspended first
+    };
+    // The final suspension's side: true where the awaiter already suspended (resume it).
+    bool FinishedSecond() noexcept
+    {
+        return handoff_.exchange(kFinished, std::memory_order_acq_rel) == kAwaiterSuspended;
+    }
+    // The awaiter's side, after the start returned: true where it must stay suspended. A frame
+    // that finished during its start is seen by the look alone, without a second exchange.
+    bool AwaiterSuspendedFirst() noexcept
+    {
+        if (handoff_.load(std::memory_order_acquire) == kFinished)
+            return false;
+        return handoff_.exchange(kAwaiterSuspended, std::memory_order_acq_rel) != kFinished;
+    }
+
     std::coroutine_handle<> continuation_;
+    std::atomic<Handoff> handoff_{kUndecided};
     StopToken token_;
     std::coroutine_handle<> unownedRoot_;
     std::exception_ptr exception_;
 };
+
+#if TC_CHECKED
+// The Task starts (and combinator runner starts) running nested on this thread's native stack,
+// for checked mode's nesting limit. Saved and restored around each start rather than counted
+// down, so a thread's count cannot drift.
+inline std::uint32_t& NestedStarts() noexcept
+{
+    thread_local std::uint32_t nested = 0;
+    return nested;
+}
+
+// Counts one nested start for its lifetime, refusing one beyond the limit.
+class NestedStart
+{
+public:
+    NestedStart() noexcept : outer_(NestedStarts())
+    {
+        TC_CHECK(outer_ < kTaskNestingLimit, "Task awaits nested too deep",
+                 "more than TC::kTaskNestingLimit Task starts running nested on one thread's "
+                 "stack: let a level suspend (ResumeOn), or iterate instead of recursing");
+        NestedStarts() = outer_ + 1;
+    }
+    NestedStart(const NestedStart&) = delete;
+    NestedStart& operator=(const NestedStart&) = delete;
+    ~NestedStart() { NestedStarts() = outer_; }
+
+private:
+    std::uint32_t outer_;
+};
+#else
+// Outside checked mode nothing counts the nesting: a start costs no thread-local access.
+class NestedStart
+{
+public:
+    NestedStart() noexcept = default;
+    NestedStart(const NestedStart&) = delete;
+    NestedStart& operator=(const NestedStart&) = delete;
+    ~NestedStart() = default;
+};
+#endif
+
+inline bool TaskPromiseBase::StartAwaited() noexcept
+{
+    {
+        [[maybe_unused]] const NestedStart nested;
+        Frame().resume();
+    }
+    // Whatever the body left in this frame is read only after the handshake says it finished;
+    // where it did not, the frame (and the awaiter) may already be resumed elsewhere, so nothing
+    // of either is touched after the exchange.
+    return AwaiterSuspendedFirst();
+}
 
 inline ChainFrame* ChainFrame::TakeAwaited() noexcept
 {
@@ -267,6 +371,16 @@ public:
 // end of the co_await expression; a named task awaited with std::move is empty afterwards. The
 // promise inherits the awaiting coroutine's stop token and unowned root.
 //
+// Stack: guides/coroutines.md, "The stack an await costs".
+/// - An await of a task that finishes without suspending costs no native stack once it is over:
+///   the awaiting coroutine continues in its own activation, so a loop of such awaits runs in
+///   constant stack in every build, with or without tail calls.
+/// - A task that suspends resumes its awaiter from its final suspension, on the thread that
+///   finished it, exactly once, also where it finishes while the awaiter is still starting it.
+/// - Starts running nested (a body awaiting a task whose body awaits a task, none suspended yet)
+///   cost a few native frames per level; checked mode refuses the start beyond
+///   kTaskNestingLimit on one thread ("Task awaits nested too deep").
+//
 // Lifetime: the frame lives as long as the Task (or the awaiter it moved into) that owns it.
 // Destroying a task that is suspended somewhere destroys its whole chain and is only safe when
 // nothing else will resume it (a ParkedWork's abandon path exists for that). The frames it
@@ -298,8 +412,11 @@ public:
         // refuses it with std::logic_error.
         bool await_ready() const noexcept { return !frame_ || frame_.Get()->Frame().done(); }
 
+        // Starts the task here and continues without suspending where it finished during its
+        // start (constant stack however many such awaits run in a loop); otherwise stays
+        // suspended until the task's final suspension resumes it, on whichever thread that is.
         template <class AwaitingPromise>
-        Handle await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
+        bool await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
         {
             promise_type& promise = PromiseOf(frame_);
             promise.SetContinuation(awaiting);
@@ -308,7 +425,7 @@ public:
             // other awaiting coroutine (a DetachedTask) frees it by destroying this awaiter.
             if constexpr (std::is_base_of_v<detail::ChainFrame, AwaitingPromise>)
                 promise.SuspendedAwaiting(awaiting.promise(), frame_);
-            return Handle::from_promise(promise); // start the child by symmetric transfer
+            return promise.StartAwaited();
         }
 
         T await_resume()

@@ -359,6 +359,8 @@ public:
         for (std::size_t i = 0; i < count; ++i)
         {
             const auto handle = runners_[i].Get();
+            // Each start nests until the child suspends or finishes: counted as a Task start.
+            [[maybe_unused]] const NestedStart nested;
             handle.resume();
         }
         // Our own arrival: the last resumes the awaiting coroutine, ours included (by not
