@@ -6,6 +6,7 @@
 #include "LocalQueue.h"
 #include "Parker.h"
 #include "Resume.h"
+#include "SharedQueue.h"
 #include "Task.h"
 #include "TaskRegistry.h"
 #include "ThreadState.h"
@@ -17,7 +18,6 @@
 #include <TC/detail/DeadlineClock.h>
 #include <TC/detail/SpinLock.h>
 
-#include <concurrentqueue.h>
 
 #include <atomic>
 #include <cstdint>
@@ -519,7 +519,7 @@ private:
     // Until no submission from outside is in flight (EnterFromOutside to LeaveFromOutside).
     void WaitForOutsideSubmissions() const noexcept;
 
-    moodycamel::ConcurrentQueue<std::uintptr_t> global_[2];
+    SharedQueue global_[2];
     // High items in global_: counted before the enqueue and after the dequeue, so never below
     // the true count. Its own line: written only when High work crosses the shared queue, read
     // on every switch.

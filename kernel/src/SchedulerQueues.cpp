@@ -11,7 +11,7 @@ namespace TC::detail
 {
 namespace
 {
-// TSan cannot see the queue's fences (tests/sanitizers/tsan.supp); these give it the
+// TSan cannot see the queue's fences (SharedQueue.h); these give it the
 // happens-before edge the queue really provides, from every enqueue to the dequeues after it.
 void TsanRelease([[maybe_unused]] const void* queue) noexcept
 {

@@ -4,6 +4,7 @@
 
 #include <TC/Duration.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <cstdint>
 #include <iosfwd>
@@ -27,7 +28,7 @@ using RacePointHook = void (*)(RacePoint point, SuspendedTask task) noexcept;
 // outside the callback guard (so a hook may pump a host scheduler). For test kits
 // (<TC/Testing.h>): it may sleep, spin or yield the thread to widen a window. nullptr removes it.
 // Costs one relaxed load per point when unset.
-void SetRacePointHook(RacePointHook hook) noexcept;
+TC_API void SetRacePointHook(RacePointHook hook) noexcept;
 
 // One waiter that is suspended right now (checked builds track them; others report none).
 struct SuspendedWaiterInfo
@@ -38,23 +39,23 @@ struct SuspendedWaiterInfo
 };
 
 // The waiters suspended now, oldest first. Empty unless the library is a checked build.
-std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
+TC_API std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
 
 // Checked builds: what a suspended waiter waits on -- the demangled type of the primitive
 // (the callback it suspended with, recorded at suspension) -- and who it is ("task 'name'",
 // "thread" or "coroutine"). For checked-mode messages of primitives; "?" in other builds.
-std::string WaitedOnType(SuspendedTask waiter);
-std::string DescribeWaiter(SuspendedTask waiter);
+TC_API std::string WaitedOnType(SuspendedTask waiter);
+TC_API std::string DescribeWaiter(SuspendedTask waiter);
 
 // Checked builds: starts a watchdog that prints to stderr, once per waiter, every wait that has
 // not been resumed after `threshold`: what it waits on, who waits and for how long. Returns
 // false (and does nothing) in builds without checked mode. Calling it again changes the
 // threshold.
-bool EnableHangReports(Duration threshold);
+TC_API bool EnableHangReports(Duration threshold);
 
-// Writes every live task of every scheduler to `out`, in every build (Release included): per
-// scheduler a header line, then one line per task with its id, name and state -- running on
-// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
+/// Writes every live task of every scheduler to `out`, in every build (Release included): per
+/// scheduler a header line, then one line per task with its id, name and state -- running on
+/// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
 /// finished but not joined -- and for a suspended task what it waits on (the primitive's name
 /// and address). Checked builds add how long each has been suspended, and the converted threads
 /// and coroutines suspended through the suspend protocol.
@@ -64,5 +65,5 @@ bool EnableHangReports(Duration threshold);
 ///   while the tasks it lists are stuck, not as a routine log in a busy program.
 /// - Any thread, also a task's; it takes each scheduler's registry lock briefly, never waits
 ///   for a task.
-void DumpTasks(std::ostream& out);
+TC_API void DumpTasks(std::ostream& out);
 } // namespace TC

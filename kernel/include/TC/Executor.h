@@ -2,6 +2,8 @@
 // IExecutor, ParkedWork, ExecutorScope and CurrentExecutor: where a suspended coroutine goes back
 // to, and how an executor states that it is the one running the current work.
 
+#include <TC/detail/Export.h>
+
 #include <coroutine>
 #include <memory>
 #include <utility>
@@ -31,7 +33,7 @@ struct ParkedWork
 // documents it. An executor that refuses work (it is shut down) throws and leaves the work with
 // the caller. Classes deriving from it write `using IExecutor::Submit;` so that declaring one
 // overload does not hide the other.
-class IExecutor
+class TC_API IExecutor
 {
 public:
     virtual void Submit(std::coroutine_handle<> handle) = 0;
@@ -56,7 +58,7 @@ protected:
 // per resumption (two thread-local stores). Never hold one across a suspension: the thread then
 // runs other work under the wrong answer (checked mode fails "ExecutorScope held across a
 // suspension" when a task suspends with a scope of its own still open).
-class ExecutorScope
+class TC_API ExecutorScope
 {
 public:
     explicit ExecutorScope(IExecutor* executor) noexcept;

@@ -2,6 +2,7 @@
 // ISuspendCallback: what a primitive gives SuspendTask so it can publish the suspended waiter.
 
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <typeinfo>
 
@@ -18,7 +19,7 @@ struct WaitTarget
 
 // Implemented by a primitive. Both members run outside any task and must not suspend, yield or
 // wait (checked mode fails "wait inside a callback" if they do).
-class ISuspendCallback
+class TC_API ISuspendCallback
 {
 public:
     // Runs once the waiter is off the processor: on the scheduler thread for a task, on the

@@ -6,6 +6,7 @@
 #include <TC/Executor.h>
 #include <TC/StackAllocator.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <coroutine>
 #include <cstddef>
@@ -87,7 +88,7 @@ struct SchedulerHooks
     std::function<void(TaskHandle task, const char* name)> taskLeave;
 };
 
-struct SchedulerOptions
+struct TC_API SchedulerOptions
 {
     // 0: no threads of its own; the host pumps it with RunPending, RunFor or RunUntilIdle.
     unsigned workerCount = 0;
@@ -136,7 +137,7 @@ struct PumpResult
 // handle's release (Join, Detach, destruction) comes second frees it. A handle may outlive its
 // Scheduler (whose destructor waits for every task to end): joining or dropping it afterwards
 // is fine, and the last such release frees what is left of the scheduler.
-class [[nodiscard("keep the JoinHandle to join the task, or call Detach()")]] JoinHandle
+class [[nodiscard("keep the JoinHandle to join the task, or call Detach()")]] TC_API JoinHandle
 {
 public:
     JoinHandle() noexcept = default;
@@ -235,7 +236,7 @@ private:
 /// - the host may be inside a wait then: the wait and the destructor take turns pumping its
 ///   work, either may run any of it, and once the destructor has returned the wait pumps it no
 ///   more (it holds the scheduler's memory until it returns, so it never reads freed memory).
-class Scheduler final : public IExecutor
+class TC_API Scheduler final : public IExecutor
 {
 public:
     explicit Scheduler(SchedulerOptions options = {});
@@ -355,13 +356,13 @@ private:
 
 // Lets other ready tasks of the same scheduler run; the calling task continues later. From a
 // converted thread, std::this_thread::yield().
-void YieldTask();
+TC_API void YieldTask();
 
 // Moves the calling task to `target`: it continues there (on a worker, or when the host pumps).
 // "Run the rest of this on the main thread" is MoveCurrentTaskTo(hostScheduler). Throws
 // std::logic_error, the task staying where it is, once target's destructor made its last look.
-void MoveCurrentTaskTo(Scheduler& target, Priority priority = Priority::Normal);
+TC_API void MoveCurrentTaskTo(Scheduler& target, Priority priority = Priority::Normal);
 
 // True when the scheduler running the calling task was asked to shut down.
-bool ShutdownRequested() noexcept;
+TC_API bool ShutdownRequested() noexcept;
 } // namespace TC

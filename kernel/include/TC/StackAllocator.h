@@ -1,6 +1,8 @@
 #pragma once
 // IStackAllocator: where task stacks come from, for hosts that manage their own memory.
 
+#include <TC/detail/Export.h>
+
 #include <cstddef>
 
 namespace TC
@@ -34,7 +36,7 @@ inline constexpr std::size_t Large = 256 * 1024;
 // first runs (or at Start, for a callable too large for the task block): a task that cannot get
 // one ends without running and its Join rethrows the exception (a detached one terminates the
 // process with a message); a Start that needed a stack throws it. Nothing else changes.
-class IStackAllocator
+class TC_API IStackAllocator
 {
 public:
     virtual void* Allocate(std::size_t size, StackGuard guard) = 0;
@@ -48,5 +50,5 @@ protected:
 };
 
 // The default: mmap'd stacks, guard page made with mprotect.
-IStackAllocator& DefaultStackAllocator() noexcept;
+TC_API IStackAllocator& DefaultStackAllocator() noexcept;
 } // namespace TC

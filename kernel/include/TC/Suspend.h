@@ -5,6 +5,7 @@
 #include <TC/Duration.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 namespace TC
 {
@@ -15,7 +16,7 @@ namespace TC
 // fails "wait inside a callback" there, and "wait from a place that cannot wait" on a worker
 // thread outside a task (a coroutine run by a worker must co_await SuspendTaskAsync instead) and
 // on the timer thread (where a coroutine with no executor that a timeout resumed runs).
-void SuspendTask(ISuspendCallback* callback);
+TC_API void SuspendTask(ISuspendCallback* callback);
 
 // SuspendTask with a deadline. When it passes, the timer thread calls OnTimeout while the waiter
 // is still suspended: true takes the waiter back and this returns false; false means a resumer
@@ -25,7 +26,7 @@ void SuspendTask(ISuspendCallback* callback);
 // at once unless resumed first; for a task or a converted thread OnTimeout then runs on the
 // waiting thread right after OnSuspended, with no trip through the timer thread (about 50 ns
 // against 25 us), for a coroutine on the timer thread.
-bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
+TC_API bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 
 // Makes a suspended waiter runnable again where it was suspended: a task on its scheduler, a
 // converted thread in its wait, a coroutine on the executor that was current when it suspended
@@ -33,23 +34,23 @@ bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 // callback. From a signal handler only for a converted-thread waiter in a build without checked
 // mode (one atomic or and a futex wake); a task waiter's resume may allocate and lock, so a
 // handler relays through a thread (tests/misuse shows the pattern). Each handle exactly once.
-void ResumeTask(SuspendedTask task) noexcept;
+TC_API void ResumeTask(SuspendedTask task) noexcept;
 
 // A TaskHandle names a running task; it cannot be resumed. This overload exists to say so.
 // ResumeTask takes the SuspendedTask that OnSuspended received, never a running task's handle.
 void ResumeTask(TaskHandle task) = delete;
 
 // The calling task, or the calling converted thread (the thread is converted if it was not).
-TaskHandle GetCurrentTask() noexcept;
+TC_API TaskHandle GetCurrentTask() noexcept;
 
 // True inside a stackful task.
-bool IsInsideTask() noexcept;
+TC_API bool IsInsideTask() noexcept;
 
 // True where a wait of the calling code runs other work while it waits: inside a task (its
 // worker runs the next task), or on a thread that pumps a scheduler with no workers (its waits
 // keep pumping it). A primitive that spins before it suspends skips the spin here, since the
 // work that would end the wait may be the very work the spin holds up.
-bool WaitRunsOtherWork() noexcept;
+TC_API bool WaitRunsOtherWork() noexcept;
 
 // True where a short spin before a wait holds nothing up, at this moment: on a plain thread, and
 // in a task of a scheduler with worker threads that has nothing else queued (its worker would
@@ -57,16 +58,16 @@ bool WaitRunsOtherWork() noexcept;
 // host-pumped scheduler (its wait hands the host its thread back), outside a task on a worker,
 // and in a task while its worker or scheduler has work queued. It changes as work arrives: a
 // spin asks again before each round, and stops when the answer turns false.
-bool SpinBeforeWaitHoldsNothingUp() noexcept;
+TC_API bool SpinBeforeWaitHoldsNothingUp() noexcept;
 
 // Converts the calling OS thread into a waiter explicitly. Optional: a thread is converted on its
 // first wait. Idempotent.
-void ConvertCurrentThread() noexcept;
+TC_API void ConvertCurrentThread() noexcept;
 
 // Starts the one timer thread that owns every deadline. Idempotent and thread-safe. Before it is
 // called, SuspendTaskFor waits without a limit.
-void EnableTimers();
+TC_API void EnableTimers();
 
 // True once EnableTimers() has run.
-bool TimersEnabled() noexcept;
+TC_API bool TimersEnabled() noexcept;
 } // namespace TC

@@ -7,6 +7,7 @@
 #include <TC/Executor.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <concepts>
 #include <coroutine>
@@ -32,9 +33,9 @@ struct TimerNode
     SuspendedTaskEntry* entry = nullptr;
 };
 
-void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
-                           std::coroutine_handle<> abandon,
-                           std::shared_ptr<void>& keepAlive) noexcept;
+TC_API void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
+                                  std::coroutine_handle<> abandon,
+                                  std::shared_ptr<void>& keepAlive) noexcept;
 
 // A promise that knows the root of an await chain nobody owns (a DetachedTask at the bottom)
 // answers UnownedRoot(); an executor that drops the parked coroutine frees that root.
@@ -52,16 +53,16 @@ std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> hand
 }
 // Both return false when the coroutine was resumed during OnSuspended and had no executor to go
 // to: await_suspend then returns false and the coroutine continues at once, on this thread.
-bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
-bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCallback* callback,
-                         Duration timeout) noexcept;
+TC_API bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
+TC_API bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer,
+                                ISuspendCallback* callback, Duration timeout) noexcept;
 // Checked builds: a coroutine frame destroyed while parked (an abandoned chain) leaves the
 // registry of suspended waiters; one destroyed during a timed wait, its deadline still pending,
 // fails "coroutine destroyed during a timed wait".
-void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
+TC_API void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
 
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
-bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
+TC_API bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
 } // namespace detail
 
 // co_await it: runs callback->OnSuspended(handle) from await_suspend, and resumes the coroutine

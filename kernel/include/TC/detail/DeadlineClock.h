@@ -18,16 +18,18 @@
 // So an answer is late by at most kDeadlineClockSlackNs (the margin over one anchor's life, the
 // bracket and the reorder slack), a bound tests hold it to.
 
+#include <TC/detail/Export.h>
+
 #include <cstdint>
 
 namespace TC::detail
 {
 // Never below a steady_clock read that happened before the call; never more than
 // kDeadlineClockSlackNs above one made right after it.
-std::int64_t DeadlineNowNanoseconds() noexcept;
+TC_API std::int64_t DeadlineNowNanoseconds() noexcept;
 
 inline constexpr std::int64_t kDeadlineClockSlackNs = 25'000;
 
 // Whether answers come from the counter now (a calibration exists and nothing turned it off).
-bool DeadlineClockUsesCounter() noexcept;
+TC_API bool DeadlineClockUsesCounter() noexcept;
 } // namespace TC::detail

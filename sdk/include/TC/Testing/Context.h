@@ -5,6 +5,7 @@
 
 #include <TC/Strands/Task.h>
 #include <TC/Testing/StressOptions.h>
+#include <TC/detail/Export.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +35,7 @@ using CoroutineBody = std::function<TC::Task<void>()>;
 // decides. Members may be called from the scenario function; Check, Random and Pick also from
 // participants (they are thread-safe). The Context lives until the run ends: participants may
 // keep a reference to it.
-class Context
+class TC_API Context
 {
 public:
     Context(const Context&) = delete;

@@ -5,6 +5,7 @@
 #include <TC/Testing/Context.h>
 #include <TC/Testing/Result.h>
 #include <TC/Testing/StressOptions.h>
+#include <TC/detail/Export.h>
 
 #include <cstdint>
 #include <functional>
@@ -20,12 +21,13 @@ using Scenario = std::function<void(Context&)>;
 // scheduler thread, and not concurrently with another run in this process (the race-point hook
 // is process-wide; a second concurrent run throws std::logic_error). A failing seed replays:
 // exactly in Mode::Deterministic, probably in Mode::Stress.
-Result RunScenario(std::uint64_t seed, const Scenario& scenario, const StressOptions& options = {});
+TC_API Result RunScenario(std::uint64_t seed, const Scenario& scenario,
+                          const StressOptions& options = {});
 
 // Runs `scenario` for the seeds options.seed, options.seed + 1, ... (options.runs of them, or
 // fewer when options.duration runs out) and sums up. Prints failing seeds to stderr unless
 // options.printFailures is false. Same calling rules as RunScenario.
-Summary Stress(const StressOptions& options, const Scenario& scenario);
+TC_API Summary Stress(const StressOptions& options, const Scenario& scenario);
 
 // A race point of the primitive's own, for windows the kernel cannot see: between publishing a
 // waiter and re-checking inside OnSuspended, or between a state change and the waiter exchange
@@ -33,5 +35,5 @@ Summary Stress(const StressOptions& options, const Scenario& scenario);
 // it may delay the thread; during a Deterministic run, called from a task participant, it may
 // yield to other ready participants (elsewhere -- in a callback, a coroutine -- it does nothing,
 // since those must not yield). Callable from anywhere, callbacks included.
-void RaceWindow() noexcept;
+TC_API void RaceWindow() noexcept;
 } // namespace TC::Testing

@@ -3,6 +3,7 @@
 // of runs found, with the seeds that replay each failure.
 
 #include <TC/Testing/StressOptions.h>
+#include <TC/detail/Export.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,7 @@
 namespace TC::Testing
 {
 // The outcome of one run (RunScenario, or one run of Stress). A value type; destroy it any time.
-struct Result
+struct TC_API Result
 {
     std::uint64_t seed = 0; // replays the run: RunScenario(seed, scenario, options)
     Mode mode = Mode::Deterministic;
@@ -49,7 +50,7 @@ struct Result
 };
 
 // The outcome of Stress(): counts over all runs and the seeds that failed.
-struct Summary
+struct TC_API Summary
 {
     std::size_t runs = 0; // runs made (fewer than StressOptions::runs if duration ran out)
     std::size_t passed = 0;

@@ -4,6 +4,7 @@
 
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/detail/Export.h>
 
 #include <coroutine>
 #include <exception>
@@ -13,7 +14,7 @@ namespace TC
 // Thrown by a cancelled frame so that it unwinds through ordinary RAII. A runtime awaitable
 // throws it from await_resume when its token has stop_requested(). WhenAny tells a child that
 // unwound cancelled from one that failed by this type.
-class OperationCancelled : public std::exception
+class TC_API OperationCancelled : public std::exception
 {
 public:
     const char* what() const noexcept override { return "TC::OperationCancelled"; }

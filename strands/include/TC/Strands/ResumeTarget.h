@@ -4,6 +4,7 @@
 // strand's shared state alive across the park.
 
 #include <TC/Executor.h>
+#include <TC/detail/Export.h>
 
 #include <memory>
 #include <utility>
@@ -15,7 +16,7 @@ namespace detail
 class StrandCore;
 // The shared state of the strand whose batch is running on this thread and which is the
 // innermost ExecutorScope, or null.
-std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept;
+TC_API std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept;
 } // namespace detail
 
 // A raw IExecutor* would dangle: a key goes idle and is reclaimed while the coroutine waits, or

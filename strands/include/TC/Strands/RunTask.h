@@ -2,6 +2,8 @@
 // RunTask and TaskKind: what a strand's around-task hook is given -- one queued task, told
 // whether it is a posted callable or a coroutine resumption, to run exactly once.
 
+#include <TC/detail/Export.h>
+
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -89,7 +91,7 @@ inline constexpr bool kInlineCall = sizeof(F) <= kInlineCallSize &&
 //                    dropped (or nothing at all: a default entry)
 //   &RunHeldCall     a call in its own allocation: words[0..7] its CallBase*
 //   anything else    a call held inline: the callable's bytes, `run` its invoker
-struct alignas(32) StrandEntry
+struct TC_API alignas(32) StrandEntry
 {
     void (*run)(void* words) = nullptr;
     alignas(void*) unsigned char words[kInlineCallSize] = {};

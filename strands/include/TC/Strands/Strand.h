@@ -7,6 +7,7 @@
 #include <TC/Strands/RunTask.h>
 #include <TC/Strands/StrandOptions.h>
 #include <TC/Strands/detail/StrandCore.h>
+#include <TC/detail/Export.h>
 
 #include <coroutine>
 #include <memory>
@@ -62,7 +63,7 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
 // order. If the replacement's frame cannot be allocated, nothing queued is lost or run: the
 // strand stays not Idle() with no pump on the base (WaitIdle() waits) until the next Post or
 // Submit makes one, which then runs the queue in order before its own work.
-class Strand final : public IExecutor
+class TC_API Strand final : public IExecutor
 {
 public:
     explicit Strand(IExecutor& base, StrandOptions options = {});

@@ -6,6 +6,7 @@
 #include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <coroutine>
@@ -34,7 +35,7 @@ class TaskPromiseBase;
 
 // The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the frames
 // beneath, deepest first, in constant native stack: see Reset().
-class TaskFrame
+class TC_API TaskFrame
 {
 public:
     TaskFrame() noexcept = default;

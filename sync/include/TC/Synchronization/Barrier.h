@@ -5,6 +5,7 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaitNode.h>
+#include <TC/detail/Export.h>
 
 #include <coroutine>
 #include <cstddef>
@@ -18,7 +19,7 @@ namespace TC::Synchronization
 //
 // Destruction: once every participant of the last phase has returned from its ArriveAndWait;
 // the completing arrival does not touch the barrier after it resumed the others.
-class Barrier
+class TC_API Barrier
 {
 public:
     explicit Barrier(std::size_t participants) noexcept : participants_(participants) {}

@@ -8,6 +8,7 @@
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/TimeBudget.h>
 #include <TC/Synchronization/detail/WaitNode.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <chrono>
@@ -41,7 +42,7 @@ enum class CvStatus : std::uint8_t
 //
 // Destruction: when no waiter is queued and no Notify is running; waiters already notified
 // (still waiting for the mutex, even past their timeout) do not count.
-class ConditionVariable
+class TC_API ConditionVariable
 {
 public:
     ConditionVariable() noexcept = default;

@@ -7,6 +7,7 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaitNode.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <coroutine>
@@ -34,7 +35,7 @@ class ConditionVariable;
 //
 // Destruction: when it is unlocked, nobody waits on it and no unlock is running; an unlock does
 // not touch the mutex after it resumed the next owner.
-class Mutex
+class TC_API Mutex
 {
 public:
     Mutex() noexcept = default;

@@ -8,6 +8,8 @@
 #include <TC/ISuspendCallback.h>
 #include <TC/Suspend.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
+#include <TC/detail/Fence.h>
 #include <TC/Synchronization/SuspensionKind.h>
 
 #include <TC/Synchronization/detail/BusyCount.h>
@@ -22,7 +24,7 @@ namespace detail
 {
 // The waiter that constructs a Multiple object: the calling task, or the calling thread when it
 // is not a scheduler's worker; none on a worker outside a task (a coroutine has no identity).
-TaskHandle CreatorHandle() noexcept;
+TC_API TaskHandle CreatorHandle() noexcept;
 
 // Checked mode: a primitive destroyed while a waiter is suspended on it. Names the rule, the
 // primitive's type (recorded when the waiter suspended) and the waiter, then aborts.
@@ -204,7 +206,7 @@ public:
     {
         // The fence orders the loads after the caller's state change, whatever its ordering: the
         // other half of the publisher's push-fence-recheck.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        TC::detail::SeqCstFence();
         return IsSuspendedAfterSeqCstChange();
     }
 
@@ -282,7 +284,7 @@ protected:
         std::size_t resumed = 0;
         // PopAll peeks at the head with a relaxed load; the fence orders that peek after the
         // caller's state change (the resumer's half of the store-load pairing).
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        TC::detail::SeqCstFence();
         SuspendedTaskEntry* entry = waiters_.PopAll();
         while (entry)
         {
@@ -307,7 +309,7 @@ protected:
     bool ResumeNext() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
-        std::atomic_thread_fence(std::memory_order_seq_cst); // as in Resume
+        TC::detail::SeqCstFence(); // as in Resume
         return ResumeNextUnordered();
     }
 
@@ -409,7 +411,7 @@ private:
         // fence makes the pair a full store-load barrier against the resumer's state change.
         detail::BusyCount::Scope publishing(busy_); // ends with the last access
         waiters_.Push(task.Entry());
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        TC::detail::SeqCstFence();
         OnPublished();
     }
 

@@ -14,6 +14,7 @@
 #include <TC/Strands/StopToken.h>
 #include <TC/Strands/Task.h>
 #include <TC/Strands/detail/UniqueCoroHandle.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <coroutine>
@@ -48,7 +49,7 @@ enum class ChildOutcome : std::uint8_t
 // once the one beneath is completely gone, in constant native stack whatever the depth. Freeing
 // one root abandons at most one join (its own runner's: the joins inside its chain are freed by
 // their owners), so one pending slot is enough; a second, were there one, is freed at once.
-inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
+TC_API inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 {
     thread_local std::coroutine_handle<>* pending = nullptr;
     if (pending)

@@ -8,6 +8,7 @@
 #include <TC/Strands/StrandOptions.h>
 #include <TC/Strands/detail/StrandQueue.h>
 #include <TC/Strands/detail/WaitList.h>
+#include <TC/detail/Export.h>
 #include <TC/detail/SpinLock.h>
 
 #include <atomic>
@@ -83,9 +84,9 @@ class StrandCore;
 // The strand whose dropped work this thread is freeing: a destructor that submits to it again
 // is refused (dropped too), rather than handed to a base that has just refused, or to a closed
 // strand.
-inline thread_local const StrandCore* tlDroppingStrand = nullptr;
+TC_API inline thread_local const StrandCore* tlDroppingStrand = nullptr;
 
-class StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
+class TC_API StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
 {
 public:
     StrandCore(IExecutor& base, StrandOptions options);

@@ -5,6 +5,7 @@
 // whole backlog (a ring that doubles held the lock for the copy while the pump waited on it).
 
 #include <TC/Strands/RunTask.h>
+#include <TC/detail/Export.h>
 #include <TC/detail/Prefetch.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ static_assert(std::is_trivially_copyable_v<StrandEntry>); // copied in and out, 
 
 // Entries taken out of a queue whole (QueueEntries::TakeAll): they own their segments, and are
 // dropped (StrandEntry::Drop) or run by whoever took them.
-class TakenEntries
+class TC_API TakenEntries
 {
 public:
     TakenEntries() = default;
@@ -66,7 +67,7 @@ private:
     std::size_t count_ = 0;
 };
 
-class StrandQueue
+class TC_API StrandQueue
 {
 public:
     // The first segment holds `initialCapacity` entries (at least 2); each one growth allocates

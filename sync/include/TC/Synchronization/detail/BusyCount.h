@@ -2,6 +2,8 @@
 // BusyCount: lets the waiter that may destroy an object wait out the callers still inside it, so
 // that it may destroy the object as soon as its wait returns.
 
+#include <TC/detail/Export.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -27,9 +29,9 @@ struct OwnScopes
 // The calling thread's list of open scopes (SuspendableBase.cpp). Out of line on purpose: a
 // waiter drains after a task switch, possibly on another thread, and no compiler may reuse a
 // thread_local address computed before it.
-void PushBusyFrame(BusyFrame& frame) noexcept;
-void PopBusyFrame(BusyFrame& frame) noexcept;
-OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
+TC_API void PushBusyFrame(BusyFrame& frame) noexcept;
+TC_API void PopBusyFrame(BusyFrame& frame) noexcept;
+TC_API OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 
 // An opening operation (a WaitGroup's Done, a Resume) holds a Scope around its state change and
 // its resumes, and so does a waiter's publication and re-check (SuspendableBase); the scope's end
@@ -54,7 +56,7 @@ OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 // just before a flip counts in the old half: it is counted all the same, as each scope leaves the
 // half it entered, and a thread does that at most once per flip, so the old half still empties. The
 // flip is a compare-exchange loop, lock-free: it fails only when the word changed in between.
-class BusyCount
+class TC_API BusyCount
 {
 public:
     class Scope

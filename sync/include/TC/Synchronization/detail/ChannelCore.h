@@ -4,6 +4,7 @@
 
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/SplitGate.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <cstddef>
@@ -41,7 +42,7 @@ namespace TC::Synchronization::detail
 // receiver passes them (the pool keeps two spare blocks for that).
 inline constexpr std::uint32_t kChannelBlockSlots = 31;
 
-class ChannelCore
+class TC_API ChannelCore
 {
 public:
     // One slot a Claim... call handed out: where its value lives.

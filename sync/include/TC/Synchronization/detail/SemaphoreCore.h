@@ -8,6 +8,7 @@
 #include <TC/SuspendAsync.h>
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaitNode.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <coroutine>
@@ -40,7 +41,7 @@ enum class AcquireResult : std::uint32_t
 // calls in flight, no drain. A newcomer's TryAcquire may take a permit before a queued waiter
 // (FIFO among waiters only), which keeps the uncontended path free of the lock. Limits: at most
 // kMaxPermits permits at a time; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
-class SemaphoreCore
+class TC_API SemaphoreCore
 {
 public:
     // The most permits the word holds at once.

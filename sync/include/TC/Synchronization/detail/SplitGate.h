@@ -6,6 +6,7 @@
 #include <TC/Checked.h>
 #include <TC/Duration.h>
 #include <TC/Synchronization/detail/SemaphoreCore.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <coroutine>
@@ -48,7 +49,7 @@ namespace TC::Synchronization::detail
 // Permits released before or after the Close can still be acquired. Unlike SemaphoreCore, a release
 // touches the gate after the add that makes its permit available: destroy a SplitGate only when
 // no call on it is running (a Channel's rule anyway).
-class SplitGate
+class TC_API SplitGate
 {
 public:
     // `spinBatch` (at least 1): how many permits a spinning thread waits for before it takes

@@ -4,6 +4,7 @@
 #include <TC/ISuspendCallback.h>
 #include <TC/Suspend.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/Export.h>
 
 #include <cstdint>
 
@@ -15,7 +16,7 @@ namespace TC::Synchronization::detail
 // OnSuspended knows which record to publish and the waker can leave a result in `status`.
 // Rule: once a node is on a list and the list's lock is released, only whoever takes it off the
 // list may touch it, and only until it passes `task` to ResumeTask.
-class WaitNode : public ISuspendCallback
+class TC_API WaitNode : public ISuspendCallback
 {
 public:
     WaitNode() noexcept = default;
