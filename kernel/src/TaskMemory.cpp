@@ -19,16 +19,17 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
         if (cache.empty())
         {
             // Refill from the pool (the cache's capacity was reserved: no allocation): a batch
-            // when it holds plenty (a burst: one lock per batch), else one. A worker that took a
-            // batch of a few would keep them from the others, who would allocate meanwhile --
-            // while stacks come home from tasks that ended elsewhere, for ever, at random.
+            // when it holds one (a worker's spill after a burst: one lock per batch), else one
+            // stack. A worker that took the few stacks there would keep them from the others,
+            // who would allocate meanwhile -- while stacks come home from tasks that ended
+            // elsewhere, for ever, at random.
             std::lock_guard lock(stackLock_);
             auto found = stackPool_.find(size);
             if (found != stackPool_.end())
             {
                 std::vector<StackMemory>& pooled = found->second;
-                const std::size_t count = pooled.size() >= 2 * kStackBatch ? kStackBatch
-                                                                           : std::min<std::size_t>(pooled.size(), 1);
+                const std::size_t count = pooled.size() >= kStackBatch ? kStackBatch
+                                                                       : std::min<std::size_t>(pooled.size(), 1);
                 cache.insert(cache.end(), pooled.end() - static_cast<std::ptrdiff_t>(count), pooled.end());
                 pooled.resize(pooled.size() - count);
                 pooledStackBytes_ -= count * size;
@@ -179,11 +180,11 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
         {
             // A worker takes a batch, so blocks that flow from one worker to another (tasks
             // started on one, freed on the other) cost one lock per batch, not per task.
-            // Only from a pool that holds plenty: a worker that took a batch of a few would keep
-            // them from the others, who would allocate meanwhile (as with stacks, TakeStack).
+            // Only from a pool that holds a batch: a worker that took the few blocks there would
+            // keep them from the others, who would allocate meanwhile (as with stacks, TakeStack).
             std::size_t taken = 1;
             FreeTaskBlock* last = block;
-            if (worker && blockPoolCount_.load(std::memory_order_relaxed) >= 2 * kBlockBatch)
+            if (worker && blockPoolCount_.load(std::memory_order_relaxed) >= kBlockBatch)
                 for (; taken < kBlockBatch && last->next; ++taken)
                     last = last->next;
             blockPool_ = last->next;

@@ -86,8 +86,8 @@ IStackAllocator& DefaultStackAllocator() noexcept;
 ///   forked child's) is replaced again, by the next Scheduler created; SetStackOverflowReport(true)
 ///   installs it at once over whatever is there.
 /// - Sanitizers: AddressSanitizer's own SIGSEGV handler is the one replaced (it lets programs
-///   install theirs unless ASAN_OPTIONS has allow_user_segv_handler=0, in which case no report
-///   is printed); its report follows the message.
+///   install theirs unless ASAN_OPTIONS has handle_segv=2 or allow_user_segv_handler=0, in
+///   which case no report is printed); its report follows the message.
 /// - Overflows that skip the guard region entirely (a frame larger than the region, in code built
 ///   without -fstack-clash-protection) are not caught; see guides/lifetimes-and-sizing.md.
 // Turns the report on (the default) or off for the whole process. Off before the first
