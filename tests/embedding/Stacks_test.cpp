@@ -4,6 +4,8 @@
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>
 
+#include "kernel/TestGate.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -260,7 +262,7 @@ TEST_CASE("a game loop whose jobs move to the host and end there allocates no st
     // The game-loop sample's shape: a host scheduler pumped by this thread, a two-worker
     // scheduler with stacks of another size, and each frame a host task that fans jobs out to the
     // workers; every job moves to the host (MoveCurrentTaskTo) to apply its result and ends
-    // there, half of them after a wait on the host. Every stack goes back to the scheduler that
+    // there, after waiting on the host for the frame's other jobs. Every stack goes back to the scheduler that
     // took it, so after a warm-up the pools serve every frame: no stack is allocated and the
     // resident memory does not grow. (Before, each job's stack stayed in the host's pool,
     // where no host task of that size would take it, and the workers allocated anew every frame:
@@ -283,6 +285,8 @@ TEST_CASE("a game loop whose jobs move to the host and end there allocates no st
     long residentMost = 0;
     int lastAllocatingFrame = -1;
     long applied = 0;
+    long arrived = 0; // jobs arrived on the host, all frames
+    TestSupport::Gate gate; // where they wait for the frame's last
     int wrongResults = 0; // checked once: an assertion per frame would grow Catch's memory
     {
         TC::Scheduler host(hostOptions);
@@ -293,19 +297,24 @@ TEST_CASE("a game loop whose jobs move to the host and end there allocates no st
             const long before = stacks.allocated.load();
             bool done = false;
             host.Start(
-                    [&workers, &host, &results, &applied, &done, frame]
+                    [&workers, &host, &results, &applied, &arrived, &gate, &done, frame]
                     {
                         std::array<TC::JoinHandle, kJobs> jobs;
                         for (int i = 0; i < kJobs; ++i)
                             jobs[static_cast<std::size_t>(i)] = workers.Start(
-                                [&host, &results, &applied, frame, i]
+                                [&host, &results, &applied, &arrived, &gate, frame, i]
                                 {
                                     const long value = UseStack(2048) + frame + i; // on a worker
                                     TC::MoveCurrentTaskTo(host, TC::Priority::High);
-                                    if (i % 2 == 0)
-                                        TC::YieldTask(); // waits its turn on the host
+                                    // On the host (no lock): every job of the frame holds its
+                                    // stack until all have arrived, so each frame needs as many
+                                    // stacks as the first, however the workers interleave.
+                                    if (++arrived < kJobs * (frame + 1))
+                                        TC::SuspendTask(&gate);
+                                    else
+                                        gate.OpenAll();
                                     results[static_cast<std::size_t>(i)] = value;
-                                    ++applied; // host only: no lock
+                                    ++applied;
                                 },
                                 {.name = "job", .priority = TC::Priority::High});
                         for (TC::JoinHandle& job : jobs)
@@ -341,7 +350,15 @@ TEST_CASE("a game loop whose jobs move to the host and end there allocates no st
         INFO("resident at frame " << kWarmUp << ": " << residentAtWarmUp / 1024 << " KiB, most after: "
                                   << residentMost / 1024 << " KiB");
         REQUIRE(residentAtWarmUp > 0);
-        CHECK(residentMost - residentAtWarmUp <= 1024 * 1024);
+        // ThreadSanitizer's own bookkeeping grows with every fiber it has seen (each task context
+        // is one): about 1 MB over these frames, so its bound is looser -- still far below the
+        // megabytes a stack per frame would add.
+#if defined(__SANITIZE_THREAD__)
+        constexpr long kResidentBound = 4 * 1024 * 1024;
+#else
+        constexpr long kResidentBound = 1024 * 1024;
+#endif
+        CHECK(residentMost - residentAtWarmUp <= kResidentBound);
     }
     CHECK(stacks.released.load() == stacks.allocated.load());
 }

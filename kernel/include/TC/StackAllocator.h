@@ -57,7 +57,8 @@ public:
     virtual void* Allocate(std::size_t size, StackGuard guard) = 0;
     virtual void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept = 0;
     virtual void* AllocateStack(std::size_t usableBytes, std::size_t guardBytes);
-    virtual void DeallocateStack(void* base, std::size_t usableBytes, std::size_t guardBytes) noexcept;
+    virtual void DeallocateStack(void* base, std::size_t usableBytes,
+                                 std::size_t guardBytes) noexcept;
 
 protected:
     IStackAllocator() = default;
@@ -90,9 +91,9 @@ IStackAllocator& DefaultStackAllocator() noexcept;
 ///   which case no report is printed); its report follows the message.
 /// - Overflows that skip the guard region entirely (a frame larger than the region, in code built
 ///   without -fstack-clash-protection) are not caught; see guides/lifetimes-and-sizing.md.
-// Turns the report on (the default) or off for the whole process. Off before the first
-// Scheduler is created: nothing is installed. Off later: the handler is removed if it is still the one
-// installed (the alternate signal stacks stay until their threads exit); a thread that first
-// ran a task while it was off has no alternate stack of the report's. Any thread, any time.
+// Turns the report on (the default) or off for the whole process. Off before the first Scheduler is
+// created: nothing is installed. Off later: the handler is removed if it is still the one installed
+// (the alternate signal stacks stay until their threads exit); a thread that first ran a task while
+// it was off has no alternate stack of the report's. Any thread, any time.
 void SetStackOverflowReport(bool enabled) noexcept;
 } // namespace TC
