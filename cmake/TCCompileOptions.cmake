@@ -16,6 +16,24 @@ if(TC_WARNINGS_AS_ERRORS)
   target_compile_options(tc_build_options INTERFACE -Werror)
 endif()
 
+# Stack clash protection: a function whose frame is larger than a page touches it a page at a
+# time as it grows, so a frame larger than a task's guard region faults in the guard instead of
+# jumping it into the memory below. The library and its tests are built with it where the
+# compiler has it. TC::stack_clash_protection (exported with the package) gives it to a
+# consumer's own task code -- opt-in, as it changes how their code is compiled; the guides
+# tell task code to use it. GCC 8 and Clang 11 have it.
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-fstack-clash-protection TC_HAVE_STACK_CLASH_PROTECTION)
+if(TC_HAVE_STACK_CLASH_PROTECTION)
+  target_compile_options(tc_build_options INTERFACE -fstack-clash-protection)
+endif()
+add_library(tc_stack_clash_protection INTERFACE)
+add_library(TC::stack_clash_protection ALIAS tc_stack_clash_protection)
+set_target_properties(tc_stack_clash_protection PROPERTIES EXPORT_NAME stack_clash_protection)
+target_compile_options(tc_stack_clash_protection INTERFACE
+  $<$<OR:$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,8>>,$<AND:$<CXX_COMPILER_ID:Clang>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,11>>>:-fstack-clash-protection>)
+install(TARGETS tc_stack_clash_protection EXPORT ConcurrentTasksTargets)
+
 if(TC_SANITIZER STREQUAL "address")
   set(TC_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 15)

@@ -1,6 +1,7 @@
 // The public API: TC::Scheduler, JoinHandle, YieldTask, MoveCurrentTaskTo, ShutdownRequested.
 
 #include "SchedulerInternals.h"
+#include "StackOverflow.h"
 
 #include "Resume.h"
 
@@ -24,6 +25,7 @@ Scheduler::Scheduler(SchedulerOptions options)
     // RunFor's checks read the deadline clock: its one-time set-up (a read of the kernel's
     // clock source) happens here, not in a host's first frame.
     DeadlineNowNanoseconds();
+    InstallStackOverflowReport(); // <TC/StackAllocator.h>: SetStackOverflowReport
 }
 
 Scheduler::Scheduler(unsigned workerCount)
@@ -267,17 +269,15 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
     // Admitted before anything changes hands (refused: the task stays where it is), and counted
     // until the switch's other side has queued it there (RunPostSwitch).
     destination->EnterFromOutside(Arrival::New, "MoveCurrentTaskTo");
-    // The task now belongs to the destination: its live count, its queues, its stack pool, and
-    // its block (which goes back to the destination's pool).
+    // The task now belongs to the destination: its live count and its queues. Its block and
+    // its stack stay its home scheduler's (Task::home), and go back there when it ends; the
+    // block's count keeps that scheduler's core alive until then.
     destination->startedElsewhere.fetch_add(1, std::memory_order_release);
-    destination->blocks.fetch_add(1, std::memory_order_relaxed);
     SchedulerCore* source = task->scheduler;
     MoveBlock(source->registry_, destination->registry_, task);
     task->scheduler = destination;
     task->priority = priority;
     source->endedElsewhere.fetch_add(1, std::memory_order_release);
-    if (source->DropBlocks(1))
-        delete source; // its Scheduler is gone already (it held a count of its own)
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, destination);
 }
 

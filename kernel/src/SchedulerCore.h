@@ -435,7 +435,8 @@ public:
     // returned, to be run by the caller in place -- `finished` is then ended as FinishTask
     // would. nullptr: `finished` switches away as usual.
     Task* StartOnFinishedStack(Worker& worker, Task* finished) noexcept;
-    void FreeTask(Task* task) noexcept; // its block's owner lets go (EndForJoiner says who)
+    // Its block's owner lets go (EndForJoiner says who); the block goes back to task->home.
+    void FreeTask(Task* task) noexcept;
 
     // Scheduler::Stop and ~Scheduler (`call` names which, for the error): once, under stopLock_,
     // Shutdown and UnbindHostThreads; then `stopped`. Throws std::logic_error when called from
@@ -468,7 +469,8 @@ public:
     // Items taken from the shared queue and the inbox so far, by every worker (Shutdown).
     std::uint64_t TakenShared() const noexcept;
     // Task blocks in existence -- held by a task or a JoinHandle, or free in a cache or the pool
-    // -- plus one for the Scheduler object; whoever drops it to zero deletes this core. A block is
+    // -- plus one for the Scheduler object; whoever drops it to zero deletes this core. A task
+    // that moved elsewhere keeps its block, so its stack comes back before the core can go. A block is
     // counted when it is made and when it is deleted, never as it is used, so a start and a free
     // through the caches touch no shared line.
     std::atomic<std::uint64_t> blocks{1};
@@ -492,12 +494,12 @@ private:
     // How many more stacks of `size` the shared pool may hold (options.stackPoolBytes); under
     // stackLock_.
     std::size_t StackPoolRoom(std::size_t size) const noexcept;
-    // True for a stack this core's allocator made with this core's guard: one it may pool or
-    // hand to its next task (a task that moved here may bring another).
-    bool MadeHere(const StackMemory& stack) const noexcept
-    {
-        return stack.allocator == allocator && stack.guard == options.stackGuard;
-    }
+    // A stack that came home from a task that ended on another core (ReturnStack): pooled here
+    // unless the pool is full or the Scheduler is gone, else freed.
+    void ReturnStackFromElsewhere(const StackMemory& stack) noexcept;
+    // Gives a stack back to its origin's allocator.
+    static void FreeStack(const StackMemory& stack) noexcept;
+    std::size_t GuardBytes() const noexcept; // of the stacks this core takes
     // `worker`: the calling thread's if it is one of ours, else nullptr.
     inline void* TakeBlock(Worker* worker);
     void* TakeBlockSlow(Worker* worker);
@@ -570,6 +572,7 @@ private:
     std::unordered_map<std::size_t, std::vector<StackMemory>> stackPool_;
     // Under stackLock_: the bytes stackPool_ holds, at most options.stackPoolBytes.
     std::size_t pooledStackBytes_ = 0;
+    bool stacksOrphaned_ = false; // under stackLock_: the Scheduler is gone, stacks are freed
     SpinLock blockLock_; // task blocks freed off this core's workers (up to kBlockPoolLimit)
     FreeTaskBlock* blockPool_ = nullptr;
     std::atomic<std::size_t> blockPoolCount_{0}; // written under blockLock_; peeked without it

@@ -63,10 +63,10 @@ namespace
 inline void CheckCanary(const Task* task) noexcept
 {
 #if TC_CHECKED
-    if (task->stack.guard == StackGuard::None)
+    if (task->stack.guardBytes == 0)
     {
         std::uint64_t canary;
-        std::memcpy(&canary, task->stack.base, sizeof canary);
+        std::memcpy(&canary, task->stack.Bottom(), sizeof canary);
         TC_CHECK(canary == kStackCanary, "stack overflow",
                  "a task without a guard page overwrote the bottom of its stack; give it a larger "
                  "TaskOptions::stackSize");

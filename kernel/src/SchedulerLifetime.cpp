@@ -89,10 +89,10 @@ SchedulerCore::~SchedulerCore()
     WaitForOutsideSubmissions();
     for (auto& worker : workers_)
         for (StackMemory& stack : worker->stackCache)
-            stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+            FreeStack(stack);
     for (auto& [size, stacks] : stackPool_)
         for (StackMemory& stack : stacks)
-            stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+            FreeStack(stack);
     // Every block was freed before the count that deletes this core reached zero (Orphan);
     // these are empty unless the constructor failed.
     for (auto& worker : workers_)

@@ -2,6 +2,7 @@
 // thread's state, and the calls of user hooks from inside the scheduler.
 
 #include "SchedulerInternals.h"
+#include "StackOverflow.h"
 
 #include "Diagnostics.h"
 #include "Resume.h"
@@ -272,6 +273,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
     thread.worker = &worker;
     worker.threadState = &thread;
     thread.isWorkerThread = true;
+    PrepareThreadForTasks(); // the stack overflow report's handler and alternate signal stack
     InitThreadContext(worker.context);
     CallThreadHook(options.hooks.threadStart, "threadStart", options.name, worker.index);
     worker.taskStartControl = ReadFloatingPointControl(); // as the hook may have set it
@@ -341,7 +343,10 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
     // fiber): described again whenever another thread pumps it (the destructor's drain, a host
     // inside a wait), or a task ending would switch to the other thread's stack description.
     if (thread.pumpSerial == 0)
+    {
         thread.pumpSerial = pumpingThreads.fetch_add(1, std::memory_order_relaxed) + 1;
+        PrepareThreadForTasks(); // once per thread, as for a worker (WorkerMain)
+    }
     if (worker.contextThread != thread.pumpSerial)
     {
         InitThreadContext(worker.context);

@@ -18,12 +18,16 @@ namespace TC::detail
 {
 class SchedulerCore;
 
+// A task stack: `guardBytes` of inaccessible guard region at `base`, then `size` bytes the task
+// may use. It always goes back to `origin`, the core that took it (TaskMemory.cpp).
 struct StackMemory
 {
-    void* base = nullptr; // lowest address, guard page included; nullptr until the stack is taken
-    std::size_t size = 0;
-    StackGuard guard = StackGuard::Page;
-    IStackAllocator* allocator = nullptr; // the scheduler's that allocated it
+    void* base = nullptr; // lowest address, guard included; nullptr until the stack is taken
+    std::size_t size = 0; // usable bytes, above the guard
+    std::size_t guardBytes = 0; // 0: StackGuard::None
+    SchedulerCore* origin = nullptr; // its allocator made it; its pool takes it back
+    unsigned char* Bottom() const noexcept { return static_cast<unsigned char*>(base) + guardBytes; }
+    unsigned char* Top() const noexcept { return Bottom() + size; }
 };
 
 // What a task is doing, for TC::Diagnostics::DumpTasks and the debugger extension. Written only
@@ -57,7 +61,10 @@ struct Task : TaskIdentity
     // across it, on every suspension.
     TaskRunState runState = TaskRunState::Queued;
     ExecutionContext context;
-    SchedulerCore* scheduler = nullptr;
+    SchedulerCore* scheduler = nullptr; // the one it runs on now
+    // The one it was started on, which made its block and its stack: both go back there, where
+    // tasks of that scheduler take them again, wherever the task ended (TaskMemory.cpp).
+    SchedulerCore* home = nullptr;
     const TaskBody* body = nullptr;
     void* callable = nullptr;
     StackMemory stack; // the size is set at Start; the memory is taken when the task first runs

@@ -20,19 +20,11 @@ namespace TC::detail
 {
 namespace
 {
-// The lowest address a task's frames may use: above the guard page, if the stack has one.
-unsigned char* UsableBottom(const StackMemory& stack) noexcept
-{
-    return static_cast<unsigned char*>(stack.base) + (stack.guard == StackGuard::Page ? PageSize() : 0);
-}
-
 // A pooled stack keeps the redzones of the frames its last task never unwound (ASan builds).
 void ClearOldRedzones([[maybe_unused]] const StackMemory& stack) noexcept
 {
 #if TC_ASAN
-    unsigned char* usable = UsableBottom(stack);
-    ASAN_UNPOISON_MEMORY_REGION(usable, static_cast<std::size_t>(
-                                            static_cast<unsigned char*>(stack.base) + stack.size - usable));
+    ASAN_UNPOISON_MEMORY_REGION(stack.Bottom(), stack.size);
 #endif
 }
 
@@ -134,9 +126,8 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
             throw;
         }
         ClearOldRedzones(stack); // before the callable is constructed there
-        unsigned char* top = static_cast<unsigned char*>(stack.base) + stack.size;
-        auto callable = (reinterpret_cast<std::uintptr_t>(top) - body.size) & ~(body.alignment - 1);
-        if (callable < reinterpret_cast<std::uintptr_t>(UsableBottom(stack)) + 2 * PageSize())
+        auto callable = (reinterpret_cast<std::uintptr_t>(stack.Top()) - body.size) & ~(body.alignment - 1);
+        if (callable < reinterpret_cast<std::uintptr_t>(stack.Bottom()) + 2 * PageSize())
         {
             task->~Task();
             ReturnBlock(block, fromWorker);
@@ -147,6 +138,7 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
         task->callable = reinterpret_cast<void*>(callable);
     }
     task->scheduler = this;
+    task->home = this;
     task->body = &body;
     task->name = taskOptions.name ? taskOptions.name : "task";
     task->priority = taskOptions.priority;
@@ -174,17 +166,16 @@ bool SchedulerCore::BindStack(Task* task, Worker* worker) noexcept
         ClearOldRedzones(task->stack); // a stack taken at Start was cleared then
     }
     const StackMemory& stack = task->stack;
-    auto* base = static_cast<unsigned char*>(stack.base);
-    unsigned char* usable = UsableBottom(stack);
+    unsigned char* usable = stack.Bottom();
     // The first frame goes below the callable when the callable lives on the stack.
     unsigned char* top = callableOnStack
                              ? reinterpret_cast<unsigned char*>(
                                    reinterpret_cast<std::uintptr_t>(task->callable) & ~std::uintptr_t{15})
-                             : base + stack.size;
+                             : stack.Top();
 #if TC_CHECKED
     // Checked builds only: writing it touches the stack's lowest page.
-    if (stack.guard == StackGuard::None)
-        std::memcpy(base, &kStackCanary, sizeof kStackCanary);
+    if (stack.guardBytes == 0)
+        std::memcpy(usable, &kStackCanary, sizeof kStackCanary);
 #endif
     MakeContext(task->context, usable, static_cast<std::size_t>(top - usable), top, &TaskMain, task);
     task->contextReady = true;
@@ -254,10 +245,10 @@ Task* SchedulerCore::StartOnFinishedStack(Worker& worker, Task* finished) noexce
 {
     // Only where a finished task would switch straight to the next one anyway, or within a host
     // pump's turn (TryDequeueFreshTask checks its count, deadline and priorities, as its loop
-    // would), and only a stack this core would have handed the next task itself: its own
-    // allocator and guard, the callable not on it.
+    // would), and only a stack this core would have handed the next task itself: one it took
+    // (a moved task's goes home), the callable not on it.
     if ((!worker.directSwitch && !worker.pumpTurn) || finished->scheduler != this ||
-        !MadeHere(finished->stack) ||
+        finished->stack.origin != this ||
         finished->callable != reinterpret_cast<unsigned char*>(finished) + kTaskBytes)
         return nullptr;
     Task* next = TryDequeueFreshTask(worker, finished->stack.size);
@@ -307,9 +298,12 @@ std::size_t SchedulerCore::Live() const noexcept
 
 void SchedulerCore::FreeTask(Task* task) noexcept
 {
+    // Home, not here: a job that moved to the host and ended there must not leave its block in
+    // the host's pool while its own scheduler allocates a new one for every start.
+    SchedulerCore* blockHome = task->home;
     const bool toWorker = task->blockFromWorker;
     SetRunStateBeforeFree(*task);
     task->~Task();
-    ReturnBlock(task, toWorker); // may delete this core (the Scheduler is gone: ReturnBlockSlow)
+    blockHome->ReturnBlock(task, toWorker); // may delete that core (its Scheduler is gone)
 }
 } // namespace TC::detail

@@ -18,13 +18,18 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
         std::vector<StackMemory>& cache = worker->stackCache;
         if (cache.empty())
         {
-            // Refill a batch from the pool (the cache's capacity was reserved: no allocation).
+            // Refill from the pool (the cache's capacity was reserved: no allocation): a batch
+            // when it holds one (a worker's spill after a burst: one lock per batch), else one
+            // stack. A worker that took the few stacks there would keep them from the others,
+            // who would allocate meanwhile -- while stacks come home from tasks that ended
+            // elsewhere, for ever, at random.
             std::lock_guard lock(stackLock_);
             auto found = stackPool_.find(size);
             if (found != stackPool_.end())
             {
                 std::vector<StackMemory>& pooled = found->second;
-                const std::size_t count = std::min(pooled.size(), kStackBatch);
+                const std::size_t count = pooled.size() >= kStackBatch ? kStackBatch
+                                                                       : std::min<std::size_t>(pooled.size(), 1);
                 cache.insert(cache.end(), pooled.end() - static_cast<std::ptrdiff_t>(count), pooled.end());
                 pooled.resize(pooled.size() - count);
                 pooledStackBytes_ -= count * size;
@@ -50,21 +55,33 @@ StackMemory SchedulerCore::TakeStack(std::size_t size, Worker* worker)
     }
     StackMemory stack;
     stack.size = size;
-    stack.guard = options.stackGuard;
-    stack.allocator = allocator;
-    stack.base = allocator->Allocate(size, options.stackGuard);
+    stack.guardBytes = GuardBytes();
+    stack.origin = this;
+    stack.base = allocator->AllocateStack(size, stack.guardBytes);
     return stack;
+}
+
+std::size_t SchedulerCore::GuardBytes() const noexcept
+{
+    if (options.stackGuard == StackGuard::None)
+        return 0;
+    return RoundUp(std::max<std::size_t>(options.stackGuardBytes, 1), PageSize());
+}
+
+void SchedulerCore::FreeStack(const StackMemory& stack) noexcept
+{
+    stack.origin->allocator->DeallocateStack(stack.base, stack.size, stack.guardBytes);
 }
 
 void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
 {
-    // A stack a task brought from another scheduler (MoveCurrentTaskTo) made by another allocator
-    // or with another guard goes back to its allocator now: pooled here it would serve our tasks
-    // without the guard we promise, and be freed by our destructor, which that allocator need not
-    // outlive (it must outlive the tasks started with it: SchedulerOptions). One more compare.
-    if (!MadeHere(stack)) [[unlikely]]
+    // A stack a task brought from another scheduler (MoveCurrentTaskTo) goes home: pooled here,
+    // host tasks of another size would never reuse it while its own scheduler allocated anew
+    // (and it could have another allocator or guard). Its home core is still there: the task's
+    // block holds it, and is freed after this.
+    if (stack.origin != this) [[unlikely]]
     {
-        stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+        stack.origin->ReturnStackFromElsewhere(stack);
         return;
     }
     if (stack.size == defaultStackSize && worker && worker->core == this)
@@ -89,16 +106,21 @@ void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
                 kept = 0; // the pool could not grow: the whole batch is freed
             }
             for (std::size_t i = kept; i < kStackBatch; ++i)
-                cache[i].allocator->Deallocate(cache[i].base, cache[i].size, cache[i].guard);
+                FreeStack(cache[i]);
             cache.erase(cache.begin(), cache.begin() + kStackBatch);
         }
         cache.push_back(stack); // the capacity was reserved up front: never allocates
         return;
     }
+    ReturnStackFromElsewhere(stack);
+}
+
+void SchedulerCore::ReturnStackFromElsewhere(const StackMemory& stack) noexcept
+{
     try
     {
         std::lock_guard lock(stackLock_);
-        if (StackPoolRoom(stack.size) > 0)
+        if (!stacksOrphaned_ && StackPoolRoom(stack.size) > 0)
         {
             stackPool_[stack.size].push_back(stack);
             pooledStackBytes_ += stack.size;
@@ -109,7 +131,7 @@ void SchedulerCore::ReturnStack(StackMemory stack, Worker* worker) noexcept
     {
         // The pool could not grow: freed below.
     }
-    stack.allocator->Deallocate(stack.base, stack.size, stack.guard);
+    FreeStack(stack);
 }
 
 std::size_t SchedulerCore::StackPoolRoom(std::size_t size) const noexcept
@@ -145,7 +167,7 @@ std::size_t SchedulerCore::TrimStackPool() noexcept
         if (count == 0)
             return freed;
         for (std::size_t i = 0; i < count; ++i)
-            batch[i].allocator->Deallocate(batch[i].base, batch[i].size, batch[i].guard);
+            FreeStack(batch[i]);
     }
 }
 
@@ -158,9 +180,11 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
         {
             // A worker takes a batch, so blocks that flow from one worker to another (tasks
             // started on one, freed on the other) cost one lock per batch, not per task.
+            // Only from a pool that holds a batch: a worker that took the few blocks there would
+            // keep them from the others, who would allocate meanwhile (as with stacks, TakeStack).
             std::size_t taken = 1;
             FreeTaskBlock* last = block;
-            if (worker)
+            if (worker && blockPoolCount_.load(std::memory_order_relaxed) >= kBlockBatch)
                 for (; taken < kBlockBatch && last->next; ++taken)
                     last = last->next;
             blockPool_ = last->next;
@@ -240,6 +264,20 @@ bool SchedulerCore::Orphan() noexcept
     {
         freed += FreeBlocks(std::exchange(worker->blockCache, nullptr));
         worker->blockCacheCount = 0;
+    }
+    // The stacks go back to the allocator now, not when the last block goes: a task that moved
+    // elsewhere may keep this core for as long as it runs. Its stack, when it ends, is freed
+    // too (ReturnStackFromElsewhere).
+    {
+        std::lock_guard lock(stackLock_);
+        stacksOrphaned_ = true;
+    }
+    TrimStackPool();
+    for (auto& worker : workers_)
+    {
+        for (const StackMemory& stack : worker->stackCache)
+            FreeStack(stack);
+        worker->stackCache.clear();
     }
     return DropBlocks(freed + 1); // and the Scheduler's own count
 }

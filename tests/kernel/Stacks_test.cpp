@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -613,4 +615,136 @@ TEST_CASE("BasicStack is LIFO and reverses to FIFO")
     REQUIRE(stack.Pop()->value == 2);
     REQUIRE(stack.Pop() == nullptr);
     REQUIRE(stack.IsEmpty());
+}
+
+namespace
+{
+// The protection of the mapping that holds `address`, as /proc/self/maps shows it ("rw-p").
+std::string ProtectionAt(const void* address)
+{
+    const auto where = reinterpret_cast<std::uintptr_t>(address);
+    std::FILE* maps = std::fopen("/proc/self/maps", "r");
+    REQUIRE(maps != nullptr);
+    char line[512];
+    std::string found;
+    while (found.empty() && std::fgets(line, sizeof line, maps))
+    {
+        unsigned long low = 0;
+        unsigned long high = 0;
+        char protection[8] = {};
+        if (std::sscanf(line, "%lx-%lx %7s", &low, &high, protection) == 3 && where >= low && where < high)
+            found = protection;
+    }
+    std::fclose(maps);
+    return found;
+}
+
+// Makes stacks itself, recording what the scheduler asked for.
+struct GuardSizeRecorder final : IStackAllocator
+{
+    std::mutex lock;
+    std::vector<std::pair<std::size_t, std::size_t>> asked; // usable, guard
+    void* lastBase = nullptr;
+    void* Allocate(std::size_t, StackGuard) override
+    {
+        FAIL("the scheduler asks AllocateStack when it is overridden");
+        return nullptr;
+    }
+    void Deallocate(void*, std::size_t, StackGuard) noexcept override {}
+    void* AllocateStack(std::size_t usable, std::size_t guard) override
+    {
+        void* base = DefaultStackAllocator().AllocateStack(usable, guard);
+        std::lock_guard hold(lock);
+        asked.emplace_back(usable, guard);
+        lastBase = base;
+        return base;
+    }
+    void DeallocateStack(void* base, std::size_t usable, std::size_t guard) noexcept override
+    {
+        DefaultStackAllocator().DeallocateStack(base, usable, guard);
+    }
+};
+
+// Overrides only the members older allocators have: the scheduler builds the guard on them.
+struct AllocateOnly final : IStackAllocator
+{
+    std::vector<std::size_t> sizes;
+    void* lastBase = nullptr;
+    void* Allocate(std::size_t size, StackGuard guard) override
+    {
+        sizes.push_back(size);
+        lastBase = DefaultStackAllocator().Allocate(size, guard);
+        return lastBase;
+    }
+    void Deallocate(void* base, std::size_t size, StackGuard guard) noexcept override
+    {
+        DefaultStackAllocator().Deallocate(base, size, guard);
+    }
+};
+} // namespace
+
+TEST_CASE("The allocator is told each stack's guard size, and the whole guard is inaccessible")
+{
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    struct Case
+    {
+        StackGuard guard;
+        std::size_t guardBytes; // SchedulerOptions::stackGuardBytes
+        std::size_t expected;   // what the allocator is asked for
+    };
+    const Case which = GENERATE_COPY(Case{StackGuard::Page, kDefaultStackGuardBytes, 64 * 1024},
+                                     Case{StackGuard::Page, 200 * 1024, 200 * 1024},
+                                     Case{StackGuard::Page, 1, page}, Case{StackGuard::Page, 0, page},
+                                     Case{StackGuard::None, 256 * 1024, 0});
+    GuardSizeRecorder stacks;
+    SchedulerOptions options;
+    options.stackAllocator = &stacks;
+    options.stackGuard = which.guard;
+    options.stackGuardBytes = which.guardBytes;
+    options.stackSize = StackSize::Small;
+    Scheduler host(options);
+    std::string below, bottom;
+    host.Start(
+            [&]
+            {
+                auto* base = static_cast<unsigned char*>(stacks.lastBase);
+                if (which.expected != 0)
+                    below = ProtectionAt(base + which.expected - 1);
+                bottom = ProtectionAt(base + which.expected);
+            })
+        .Detach();
+    host.RunUntilIdle();
+    REQUIRE(stacks.asked.size() == 1);
+    CHECK(stacks.asked[0].first == StackSize::Small);
+    CHECK(stacks.asked[0].second == which.expected);
+    if (which.expected != 0)
+        CHECK(below.substr(0, 3) == "---");
+    CHECK(bottom.substr(0, 2) == "rw");
+}
+
+TEST_CASE("An allocator that overrides only Allocate gets its stacks' whole guard made inaccessible")
+{
+    AllocateOnly stacks;
+    SchedulerOptions options;
+    options.stackAllocator = &stacks;
+    options.stackGuardBytes = 128 * 1024;
+    std::string guardBottom, guardTop, usable;
+    {
+        Scheduler host(options);
+        host.Start(
+                [&]
+                {
+                    auto* base = static_cast<unsigned char*>(stacks.lastBase);
+                    guardBottom = ProtectionAt(base);
+                    guardTop = ProtectionAt(base + 128 * 1024 - 1);
+                    usable = ProtectionAt(base + 128 * 1024);
+                })
+            .Detach();
+        host.RunUntilIdle();
+    }
+    REQUIRE(stacks.sizes.size() == 1);
+    CHECK(stacks.sizes[0] == StackSize::Medium + 128 * 1024);
+    CHECK(guardBottom.substr(0, 3) == "---");
+    CHECK(guardTop.substr(0, 3) == "---");
+    CHECK(usable.substr(0, 2) == "rw");
 }

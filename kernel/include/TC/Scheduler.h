@@ -92,20 +92,27 @@ struct TC_API SchedulerOptions
 {
     // 0: no threads of its own; the host pumps it with RunPending, RunFor or RunUntilIdle.
     unsigned workerCount = 0;
+    // What each task may use of its stack; the guard region comes on top (StackAllocator.h).
     std::size_t stackSize = StackSize::Medium;
     StackGuard stackGuard = StackGuard::Page;
+    // With StackGuard::Page: the inaccessible region below each stack, rounded up to whole pages
+    // (at least one). Address space only -- no memory, and one mapping per stack whatever its
+    // size. A frame up to this size that starts anywhere on the stack faults in it; a larger one
+    // may jump it unless its code was built with -fstack-clash-protection.
+    std::size_t stackGuardBytes = kDefaultStackGuardBytes;
     IdlePolicy idlePolicy = IdlePolicy::SpinThenSleep;
     // nullptr: DefaultStackAllocator(). Must outlive the scheduler, and every task started on it
-    // that moved to another scheduler (MoveCurrentTaskTo): such a task's stack goes back to this
-    // allocator when the task ends, wherever that is (a scheduler of another allocator or guard
-    // never pools it), and the scheduler it left does not wait for that.
+    // that moved to another scheduler (MoveCurrentTaskTo): the scheduler it left does not wait
+    // for it. A stack always goes back to the scheduler that took it, whichever scheduler its
+    // task ends on, so stacks never drift from one scheduler's pool to another's: into that
+    // scheduler's pool (or a worker's cache) while it lives, to this allocator once it is gone.
     IStackAllocator* stackAllocator = nullptr;
-    // Most stack memory, in bytes and guard pages included, that the scheduler keeps pooled for
-    // reuse besides its workers' own caches (up to 64 default-size stacks each): a stack
-    // released while the pool holds that much goes back to the allocator at once, so a burst of
-    // tasks does not keep its stacks until the scheduler is destroyed. The default holds 1024
-    // Medium stacks; 0 pools nothing beyond the workers' caches; SIZE_MAX sets no limit.
-    // TrimStackPool frees what the pool holds now.
+    // Most stack memory, in bytes of stackSize (guard regions, address space only, not counted),
+    // that the scheduler keeps pooled for reuse besides its workers' own caches (up to 64
+    // default-size stacks each): a stack released while the pool holds that much goes back to the
+    // allocator at once, so a burst of tasks does not keep its stacks until the scheduler is
+    // destroyed. The default holds 1024 Medium stacks; 0 pools nothing beyond the workers' caches;
+    // SIZE_MAX sets no limit. TrimStackPool frees what the pool holds now.
     std::size_t stackPoolBytes = 64 * 1024 * 1024;
     std::string name = "TC";
     SchedulerHooks hooks;
@@ -338,11 +345,12 @@ public:
     // The scheduler running the calling task or pumping work on this thread, or nullptr.
     static Scheduler* Current() noexcept;
 
-    // Gives the stacks the shared pool holds when it is called back to the stack allocator
-    // (after a burst, say: a level load that ran many tasks at once) and returns how many bytes
-    // that was; stacks released meanwhile may stay. Stacks in use and the workers' own caches
-    // (up to 64 default-size stacks each) stay. Any thread, any time while the scheduler lives;
-    // the pool refills as tasks end, up to SchedulerOptions::stackPoolBytes.
+    // Gives the stacks the shared pool holds when it is called back to the stack allocator (after a
+    // burst, say: a level load that ran many tasks at once) and returns how many bytes of stack
+    // that was (their guard regions not counted); stacks released meanwhile may stay. Stacks in use
+    // and the workers' own caches (up to 64 default-size stacks each) stay. Any thread, any time
+    // while the scheduler lives; the pool refills as tasks end, up to
+    // SchedulerOptions::stackPoolBytes.
     std::size_t TrimStackPool() noexcept;
 
 private:
