@@ -32,7 +32,6 @@ add_library(TC::stack_clash_protection ALIAS tc_stack_clash_protection)
 set_target_properties(tc_stack_clash_protection PROPERTIES EXPORT_NAME stack_clash_protection)
 target_compile_options(tc_stack_clash_protection INTERFACE
   $<$<OR:$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,8>>,$<AND:$<CXX_COMPILER_ID:Clang>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,11>>>:-fstack-clash-protection>)
-install(TARGETS tc_stack_clash_protection EXPORT ConcurrentTasksTargets)
 
 if(TC_SANITIZER STREQUAL "address")
   set(TC_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)

@@ -26,7 +26,7 @@ endforeach()
 
 # tc_build_options is a link-only dependency of the static libraries (it carries no usage
 # requirements for consumers), so it is part of the export set.
-install(TARGETS tc_kernel tc_sync tc_strands tc_sdk tc_build_options
+install(TARGETS tc_kernel tc_sync tc_strands tc_sdk tc_build_options tc_stack_clash_protection
         EXPORT ConcurrentTasks-${TC_FLAVOUR}-Targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
