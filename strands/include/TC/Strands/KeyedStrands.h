@@ -3,11 +3,11 @@
 // a key with no work has no strand, and retired strands are kept for reuse.
 
 #include <TC/Executor.h>
-#include <TC/Strands/ParkedWork.h>
 #include <TC/Strands/ResumeTarget.h>
 #include <TC/Strands/RunTask.h>
 #include <TC/Strands/Strand.h>
 #include <TC/Strands/detail/KeyedRegistry.h>
+#include <TC/Strands/detail/ParkedWorkFor.h>
 #include <TC/Strands/detail/StrandCore.h>
 
 #include <coroutine>
