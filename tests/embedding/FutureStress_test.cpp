@@ -2,7 +2,7 @@
 // builds, see Scaled) where the resolve and the wait's publication land as close together as two
 // threads can make them, for each kind of waiter and for Then. Meant to run under TSan.
 
-#include "EmbeddingTestUtil.h"
+#include "EmbeddingTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>

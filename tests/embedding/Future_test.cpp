@@ -2,7 +2,7 @@
 // Future is gone (run under ASan: nothing may dangle or leak), and waits from a task, a converted
 // thread and a coroutine.
 
-#include "EmbeddingTestUtil.h"
+#include "EmbeddingTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>

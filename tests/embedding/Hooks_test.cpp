@@ -2,7 +2,7 @@
 // thread; taskEnter/taskLeave in matched pairs on one thread, with the task's stable name --
 // across suspensions, yields and moves between the host and the workers.
 
-#include "EmbeddingTestUtil.h"
+#include "EmbeddingTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>

@@ -3,7 +3,7 @@
 // WaitForWork sleeps until a submit, submission never runs work inline, tasks and coroutines move
 // to the host and back, and long tasks poll the shutdown request.
 
-#include "EmbeddingTestUtil.h"
+#include "EmbeddingTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>

@@ -2,7 +2,7 @@
 // (on a Future, a Join) keeps running that scheduler's work while it waits, so work pinned to the
 // host cannot deadlock it -- three deep with host-pinned work queued at each level, and deeper.
 
-#include "EmbeddingTestUtil.h"
+#include "EmbeddingTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Future.h>

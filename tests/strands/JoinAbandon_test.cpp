@@ -2,7 +2,7 @@
 // strand) must not free siblings still parked elsewhere; the chain is freed from its root once
 // the last child has finished or been abandoned too, and the awaiting coroutine never resumes.
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <catch2/catch.hpp>
 

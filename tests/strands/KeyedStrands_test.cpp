@@ -1,7 +1,7 @@
 // KeyedStrands: one strand per key, retirement, reuse counts, the hook's key, and destruction
 // from inside a key's task (seed 000).
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <TC/Core.h>
 

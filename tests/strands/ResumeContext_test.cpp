@@ -1,7 +1,7 @@
 // The resume context: a coroutine on a strand that waits on a Latch, a Mailbox or an AsyncQueue
 // completed from another thread comes back on that strand (seed 000); AsyncQueue's contract.
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Latch.h>

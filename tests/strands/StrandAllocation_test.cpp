@@ -1,7 +1,7 @@
 // Fails every allocation of a first submit in turn, and counts what the steady state allocates
 // (seed 000). Its own executable: it replaces the global operator new.
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // state through the parked awaiter's KeepAlive(), finds it closed, and frees the detached chain
 // (ParkedWork's abandon) without running anything on the dead strand (seed 000, "Lifetime").
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/Latch.h>

@@ -1,7 +1,7 @@
 // Strand: ordering, serialisation, batches, Seal/Close windows, destruction from inside a task,
 // refusals, exceptions and the around-task hook (seed 000).
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <TC/Core.h>
 

@@ -4,7 +4,7 @@
 // started task finishes on another thread while its awaiter is still deciding.
 
 #include "DeathTest.h"
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <TC/Checked.h>
 #include <TC/Scheduler.h>

@@ -2,7 +2,7 @@
 // whatever the depth, every frame freed once, and the deepest frame destroyed completely before
 // anything of the frame awaiting it.
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Task<T>, DetachedTask, SyncRun, ThisCoroStopToken and abandonment: seed 002's Task cases.
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <catch2/catch.hpp>
 

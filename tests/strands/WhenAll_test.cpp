@@ -1,6 +1,6 @@
 // WhenAll and WhenAny: joins, escapes, races and cancellation (seed 002).
 
-#include "TestSupport.h"
+#include "StrandsTestSupport.h"
 
 #include <catch2/catch.hpp>
 

@@ -8,7 +8,6 @@
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/DetachedTask.h>
 #include <TC/Strands/KeyedStrands.h>
-#include <TC/Strands/ParkedWork.h>
 #include <TC/Strands/ResumeOn.h>
 #include <TC/Strands/ResumeTarget.h>
 #include <TC/Strands/RunTask.h>

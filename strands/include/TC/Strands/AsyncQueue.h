@@ -6,9 +6,9 @@
 #include <TC/Checked.h>
 #include <TC/Executor.h>
 #include <TC/Strands/Cancellation.h>
-#include <TC/Strands/ParkedWork.h>
 #include <TC/Strands/ResumeTarget.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/Strands/detail/ParkedWorkFor.h>
 
 #include <coroutine>
 #include <cstddef>

@@ -2,7 +2,7 @@
 // co_await ResumeOn{executor}: continue the awaiting coroutine wherever that executor runs things.
 
 #include <TC/Executor.h>
-#include <TC/Strands/ParkedWork.h>
+#include <TC/Strands/detail/ParkedWorkFor.h>
 
 #include <coroutine>
 

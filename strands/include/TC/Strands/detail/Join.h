@@ -10,9 +10,9 @@
 // instead of resuming the awaiting coroutine, exactly once.
 
 #include <TC/Strands/Cancellation.h>
-#include <TC/Strands/ParkedWork.h>
 #include <TC/Strands/StopToken.h>
 #include <TC/Strands/Task.h>
+#include <TC/Strands/detail/ParkedWorkFor.h>
 #include <TC/Strands/detail/UniqueCoroHandle.h>
 #include <TC/detail/Export.h>
 

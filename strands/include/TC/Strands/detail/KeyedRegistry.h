@@ -1,0 +1,380 @@
+#pragma once
+// KeyedRegistry: the shared state behind KeyedStrands -- the map from key to active strand, the
+// retired strands and map nodes kept for reuse, and KeyedCore, the strand that retires itself
+// from the map when its queue runs dry.
+
+#include <TC/Executor.h>
+#include <TC/Strands/RunTask.h>
+#include <TC/Strands/detail/StrandCore.h>
+#include <TC/Strands/detail/WaitList.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace TC
+{
+template <class Key>
+struct KeyedStrandsOptions;
+
+namespace detail
+{
+// Retired strands and map nodes kept for reuse.
+inline constexpr std::size_t kKeptStrands = 32;
+
+// The registry's lock: a post takes it, and so does every turn that leaves a key's queue dry, so
+// with many keys the poster and the pumps meet on it at nearly every post. A futex mutex there put
+// a quarter of a 64-key post's time in the kernel (waits and wakes); a spin lock, as each strand's
+// own, keeps them in user space. Held for a map lookup and a strand's push -- which may make a
+// strand, hand its pump to the base or resume WaitIdle's waiters -- never across a wait.
+using RegistryLock = StrandLock;
+
+template <class Key, class Hash, class Equal>
+class KeyedRegistry;
+
+template <class Key, class Hash, class Equal>
+class KeyedCore final : public StrandCore
+{
+public:
+    using Registry = KeyedRegistry<Key, Hash, Equal>;
+
+    KeyedCore(IExecutor& base, StrandOptions options, Key key,
+              std::shared_ptr<Registry> registry, bool keepable)
+        : StrandCore(base, std::move(options)), key_(std::move(key)),
+          registry_(std::move(registry)), keepable_(keepable)
+    {
+        hooked_ = static_cast<bool>(registry_->options_.aroundTask);
+    }
+
+    // A retired strand referenced by a coroutine parked on it hands what it is given back to
+    // the registry, which gives it to the key's current strand or makes one: a key never has two.
+    EnqueueResult Enqueue(PendingEntry& pending, Admission admission) override
+    {
+        EnqueueResult result = StrandCore::Enqueue(pending, admission);
+        if (result != EnqueueResult::Forward)
+            return result;
+        Key key = KeyCopy();
+        return registry_->Route(key, pending, admission);
+    }
+
+    Key KeyCopy() const
+    {
+        std::lock_guard<detail::StrandLock> lock(Mutex());
+        return key_;
+    }
+
+    // Under the registry's lock and ours.
+    void ReuseLocked(const Key& key)
+    {
+        key_ = key;
+        retired_ = false;
+    }
+    bool KeepableLocked() const noexcept { return keepable_; }
+
+    // Under the registry's lock and ours: a strand a failure left dry with no pump queued or
+    // running retires, since no turn will. Returns its idle pump's frame when it is not kept,
+    // for the caller to free outside every lock (it holds a reference to the strand).
+    std::coroutine_handle<> RetireIfStrandedLocked(Registry& registry) noexcept
+    {
+        if (ClosedLocked() || retired_ || !QueueEmptyLocked() || !PumpIdleLocked())
+            return {}; // a pump on the base retires it, or it is gone already
+        const std::coroutine_handle<> pump = PumpLocked();
+        return RetireLocked(registry) == TurnEnd::Exit ? pump : std::coroutine_handle<>{};
+    }
+
+protected:
+    void InvokeHook(RunTask& task) override { registry_->options_.aroundTask(key_, task); }
+    bool RetiresWhenDry() const noexcept override { return true; }
+
+    // Retires the strand when its queue runs dry: under the registry's lock and the strand's,
+    // in that order everywhere.
+    TurnEnd OnQueueDry() override
+    {
+        std::shared_ptr<Registry> registry = registry_;
+        std::lock_guard<RegistryLock> registryLock(registry->mutex_);
+        std::lock_guard<detail::StrandLock> lock(Mutex());
+        if (ClosedLocked())
+            return ExitLocked();
+        if (!QueueEmptyLocked())
+            return TurnEnd::Continue; // work arrived while we took the locks
+        return RetireLocked(*registry);
+    }
+
+    void OnStranded() noexcept override { registry_->RetireIfStranded(*this); }
+
+private:
+    // Once per strand and key: the pump's dry turn, or a failure that left no pump to have one.
+    TurnEnd RetireLocked(Registry& registry) noexcept
+    {
+        retired_ = true;
+        registry.ReleaseKeyLocked(key_, this);
+        const TurnEnd end = registry.KeepLocked(*this) ? IdleLocked() : ExitLocked();
+        registry.waiters_.WakeAllLocked();
+        return end;
+    }
+
+    Key key_;
+    std::shared_ptr<Registry> registry_;
+    bool keepable_; // false for a strand made after the seal
+};
+
+template <class Key, class Hash, class Equal>
+class KeyedRegistry : public std::enable_shared_from_this<KeyedRegistry<Key, Hash, Equal>>
+{
+public:
+    using Core = KeyedCore<Key, Hash, Equal>;
+    using Map = std::unordered_map<Key, std::shared_ptr<Core>, Hash, Equal>;
+
+    KeyedRegistry(IExecutor& base, KeyedStrandsOptions<Key> options)
+        : base_(base), options_(std::move(options))
+    {
+        kept_.reserve(kKeptStrands);
+        spareNodes_.reserve(kKeptStrands);
+    }
+
+    // Queues the entry on the key's strand, taking a kept one or making one if it has none.
+    EnqueueResult Route(const Key& key, PendingEntry& pending, Admission admission)
+    {
+        std::unique_lock<RegistryLock> lock(mutex_);
+        if (RefusesLocked(admission))
+            return EnqueueResult::Refused; // the registry is the offer door
+        Core* core = nullptr;
+        if (auto it = active_.find(key); it != active_.end())
+            core = it->second.get();
+        else
+            core = AttachLocked(key);
+        Abandoned abandoned;
+        std::unique_lock<detail::StrandLock> coreLock(core->Mutex());
+        try
+        {
+            return core->PushLocked(pending, Admission::Return, abandoned);
+        }
+        catch (...)
+        {
+            // A strand whose pump is already on the base (the callable's move threw last) is
+            // left to that pump's dry turn, which retires it once; one left with no pump
+            // retires here. Nothing that can wait runs under the registry's lock.
+            std::shared_ptr<Core> keep =
+                std::static_pointer_cast<Core>(core->shared_from_this());
+            const std::coroutine_handle<> exited = core->RetireIfStrandedLocked(*this);
+            coreLock.unlock();
+            lock.unlock();
+            if (exited)
+                exited.destroy();
+            keep->DropAbandoned(abandoned);
+            throw;
+        }
+    }
+
+    // A post's common case, inline: a callable held in its entry, for a key whose strand has its
+    // pump queued or running and room in its tail segment (StrandCore::TryQueueInline, under this
+    // registry's lock and then the strand's, the order everywhere). Anything else -- closed, an
+    // offer after the seal, a key with no strand, no room -- returns false having done nothing,
+    // and the post takes the full way (Route), which decides again.
+    template <class Fn, class Src>
+    bool TryQueueInline(const Key& key, void* source, Admission admission)
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        if (RefusesLocked(admission))
+            return false; // Route refuses it
+        auto it = active_.find(key);
+        // Admission::Return, as Route's: the registry is the offer door.
+        return it != active_.end() &&
+               it->second->template TryQueueInline<Fn, Src>(source, Admission::Return);
+    }
+
+    // Under the registry's lock: whether a submission of this kind is refused -- closed, or an
+    // offer once sealed. The registry's admission rule, for both ways a post is queued (Route
+    // and TryQueueInline); a key's strand then admits every submission as a return.
+    bool RefusesLocked(Admission admission) const noexcept
+    {
+        return closed_ || (admission == Admission::Offer && sealed_);
+    }
+
+    // With no lock held and a reference to `core`: retires it if a failure stranded it.
+    void RetireIfStranded(Core& core) noexcept
+    {
+        std::coroutine_handle<> exited;
+        {
+            std::lock_guard<RegistryLock> lock(mutex_);
+            std::lock_guard<detail::StrandLock> coreLock(core.Mutex());
+            exited = core.RetireIfStrandedLocked(*this);
+        }
+        if (exited)
+            exited.destroy(); // its frame's reference is not the strand's last: the caller's is
+    }
+
+    // The key's strand is retired: its map node goes to the spares.
+    void ReleaseKeyLocked(const Key& key, Core* core) noexcept
+    {
+        auto it = active_.find(key);
+        if (it == active_.end() || it->second.get() != core)
+            return;
+        auto node = active_.extract(it);
+        node.mapped().reset(); // the pump still holds the strand
+        if (spareNodes_.size() < kKeptStrands)
+            spareNodes_.push_back(std::move(node)); // reserved: no allocation
+    }
+
+    // Keeps a retired strand for reuse, if there is room and it may be kept.
+    bool KeepLocked(Core& core) noexcept
+    {
+        if (closed_ || !core.KeepableLocked() || kept_.size() >= kKeptStrands)
+            return false;
+        kept_.push_back(std::static_pointer_cast<Core>(core.shared_from_this())); // reserved
+        return true;
+    }
+
+    void Seal()
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        sealed_ = true;
+    }
+
+    void Close() noexcept
+    {
+        std::vector<std::shared_ptr<Core>> cores;
+        {
+            std::lock_guard<RegistryLock> lock(mutex_);
+            closed_ = true;
+            sealed_ = true;
+            // The one allocation of a close; out of memory here terminates (noexcept).
+            cores.reserve(active_.size() + kept_.size());
+            for (auto& [key, core] : active_)
+                cores.push_back(std::move(core));
+            for (auto& core : kept_)
+                cores.push_back(std::move(core));
+            active_.clear();
+            kept_.clear();
+            spareNodes_.clear();
+            waiters_.WakeAllLocked();
+        }
+        // Each close waits for a task running on another thread, never for the caller's own.
+        for (auto& core : cores)
+            core->Close();
+    }
+
+    bool Idle() const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        return active_.empty();
+    }
+
+    void WaitIdle()
+    {
+        std::unique_lock<RegistryLock> lock(mutex_);
+        for (auto& [key, core] : active_)
+            if (core->RunningHere())
+                throw std::logic_error("TC::KeyedStrands::WaitIdle: called from a key's task");
+        waiters_.WaitUntil(lock, [this] { return active_.empty() || closed_; });
+    }
+
+    bool RunningHere(const Key& key) const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        auto it = active_.find(key);
+        return it != active_.end() && it->second->RunningHere();
+    }
+
+    std::size_t ActiveKeys() const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        return active_.size();
+    }
+    std::size_t KeptStrands() const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        return kept_.size();
+    }
+    std::size_t SpareNodes() const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        return spareNodes_.size();
+    }
+    std::size_t StrandsMade() const
+    {
+        std::lock_guard<RegistryLock> lock(mutex_);
+        return made_;
+    }
+
+private:
+    friend Core;
+
+    Core* AttachLocked(const Key& key)
+    {
+        std::shared_ptr<Core> core = TakeKeptLocked(key);
+        if (!core)
+        {
+            core = std::make_shared<Core>(base_, StrandOptions{options_.batch, {},
+                                                               options_.initialCapacity},
+                                          key, this->shared_from_this(), !sealed_);
+            ++made_;
+        }
+        Core* raw = core.get();
+        try
+        {
+            if (!spareNodes_.empty())
+            {
+                auto node = std::move(spareNodes_.back());
+                spareNodes_.pop_back();
+                node.key() = key;
+                node.mapped() = std::move(core);
+                auto inserted = active_.insert(std::move(node));
+                if (!inserted.inserted)
+                    throw std::logic_error("TC::KeyedStrands: two strands for one key");
+            }
+            else
+            {
+                active_.emplace(key, std::move(core));
+            }
+        }
+        catch (...)
+        {
+            if (core && kept_.size() < kKeptStrands && !sealed_)
+                kept_.push_back(std::move(core)); // a kept one goes back; reserved
+            throw;
+        }
+        return raw;
+    }
+
+    // A kept strand is given to a key only when nothing but the registry and its idle pump
+    // references it -- exact here: no new reference can appear except through this lock. One
+    // still referenced (a coroutine parked on it, which must come back to its old key) is
+    // skipped, and taken later once it has let go.
+    std::shared_ptr<Core> TakeKeptLocked(const Key& key)
+    {
+        if (sealed_)
+            return {}; // no kept strand is handed out after the seal
+        for (std::size_t i = 0; i < kept_.size(); ++i)
+        {
+            std::shared_ptr<Core>& candidate = kept_[i];
+            std::lock_guard<detail::StrandLock> coreLock(candidate->Mutex());
+            const long expected =
+                1 + (candidate->HasPumpLocked() ? StrandCore::PumpReferences : 0);
+            if (candidate.use_count() != expected)
+                continue;
+            candidate->ReuseLocked(key);
+            std::shared_ptr<Core> taken = std::move(candidate);
+            candidate = std::move(kept_.back());
+            kept_.pop_back();
+            return taken;
+        }
+        return {};
+    }
+
+    IExecutor& base_;
+    KeyedStrandsOptions<Key> options_;
+    mutable RegistryLock mutex_;
+    Map active_;
+    std::vector<std::shared_ptr<Core>> kept_;
+    std::vector<typename Map::node_type> spareNodes_;
+    std::size_t made_ = 0;
+    bool sealed_ = false;
+    bool closed_ = false;
+    WaitList waiters_; // WaitIdle
+};
+} // namespace detail
+} // namespace TC

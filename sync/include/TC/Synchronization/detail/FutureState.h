@@ -1,0 +1,214 @@
+#pragma once
+// FutureState: the shared state one Promise and one Future hold -- its one atomic word, the
+// waiter callback that publishes a suspended waiter in it, and the continuation Then attaches.
+
+#include <TC/Checked.h>
+#include <TC/ISuspendCallback.h>
+#include <TC/Suspend.h>
+#include <TC/SuspendedTask.h>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace TC::Synchronization
+{
+template <class T>
+class Promise;
+
+namespace detail
+{
+// The value a Future<void> carries.
+struct FutureUnit
+{
+};
+
+template <class T>
+using FutureValue = std::conditional_t<std::is_void_v<T>, FutureUnit, T>;
+
+// The shared state's one atomic word. Besides the constants it holds the address of the one
+// suspended waiter's SuspendedTaskEntry, or the address of a continuation with kFutureThenTag
+// set. Entries and continuations are at least 8-byte aligned, so no address collides with a
+// constant or carries the tag by accident.
+inline constexpr std::uintptr_t kFutureEmpty = 0;     // unresolved, nobody waiting
+inline constexpr std::uintptr_t kFutureResolved = 1;  // value or exception stored; producer gone
+inline constexpr std::uintptr_t kFutureAbandoned = 2; // unresolved, the consumer is gone
+inline constexpr std::uintptr_t kFutureThenTag = 4;
+
+// What Then attaches to a state instead of a waiter. Run is called once the state is resolved,
+// owns the consumer side of that state from then on, and returns the next continuation that
+// became runnable (its own downstream one), so long chains resolve in a loop, not by recursion.
+class FutureContinuation
+{
+public:
+    virtual FutureContinuation* Run() noexcept = 0;
+
+    static void RunAll(FutureContinuation* continuation) noexcept
+    {
+        while (continuation)
+            continuation = continuation->Run();
+    }
+
+protected:
+    FutureContinuation() = default;
+    FutureContinuation(const FutureContinuation&) = default;
+    FutureContinuation& operator=(const FutureContinuation&) = default;
+    ~FutureContinuation() = default;
+};
+
+// The state one Promise and one Future share. Ownership is settled by the word alone, without a
+// reference count: the producer leaves with the exchange that stores kFutureResolved, the
+// consumer leaves either after seeing kFutureResolved (then it frees the state) or by storing
+// kFutureAbandoned (then the producer frees it when it resolves). So each side's last access is
+// one atomic operation and nothing dangles whichever side goes first.
+class FutureStateBase
+{
+public:
+    FutureStateBase() = default;
+    FutureStateBase(const FutureStateBase&) = delete;
+    FutureStateBase& operator=(const FutureStateBase&) = delete;
+    virtual ~FutureStateBase() = default;
+
+    // acquire: a consumer that sees kFutureResolved reads the value the producer stored.
+    bool IsResolved() const noexcept
+    {
+        return word_.load(std::memory_order_acquire) == kFutureResolved;
+    }
+
+    // acquire: the consumer's last access happens before the producer frees the state.
+    bool ConsumerGone() const noexcept
+    {
+        return word_.load(std::memory_order_acquire) == kFutureAbandoned;
+    }
+
+    // Producer side, after the value or exception is stored: publishes it and hands the waiter
+    // or continuation over. One RMW; the producer touches nothing of the state afterwards.
+    // Returns the continuation to run (the caller runs it, see FutureContinuation::RunAll).
+    [[nodiscard]] FutureContinuation* Publish() noexcept
+    {
+        // acq_rel: release the value to the consumer; acquire the waiter's or continuation's
+        // publication, or the abandoning consumer's last accesses before we free the state.
+        const std::uintptr_t previous = word_.exchange(kFutureResolved, std::memory_order_acq_rel);
+        if (previous == kFutureEmpty)
+            return nullptr;
+        if (previous == kFutureAbandoned)
+        {
+            delete this; // the value is dropped with the state
+            return nullptr;
+        }
+        TC_CHECK(previous != kFutureResolved, "promise resolved twice",
+                 "a Future's shared state was published a second time");
+        if (previous & kFutureThenTag)
+            return reinterpret_cast<FutureContinuation*>(previous & ~kFutureThenTag);
+        ResumeTask(SuspendedTask(reinterpret_cast<SuspendedTaskEntry*>(previous)));
+        return nullptr;
+    }
+
+    // Consumer side, when it is done with the state (value taken, or Future destroyed).
+    void ReleaseConsumer() noexcept
+    {
+        // Resolved: the producer has left, so no RMW is needed to free the state.
+        if (IsResolved())
+        {
+            delete this;
+            return;
+        }
+        // acq_rel: release our accesses to the producer that frees; acquire its value if it
+        // resolved meanwhile and we free.
+        const std::uintptr_t previous = word_.exchange(kFutureAbandoned, std::memory_order_acq_rel);
+        TC_CHECK(previous == kFutureEmpty || previous == kFutureResolved,
+                 "Future destroyed while waited on",
+                 "a Future's state was released while a waiter or continuation was attached");
+        if (previous == kFutureResolved)
+            delete this;
+    }
+
+    // Attaches a continuation; false if the state is already resolved (the caller then runs the
+    // continuation itself). One RMW.
+    bool Attach(FutureContinuation* continuation) noexcept
+    {
+        std::uintptr_t expected = kFutureEmpty;
+        const auto tagged = reinterpret_cast<std::uintptr_t>(continuation) | kFutureThenTag;
+        // release: publishes the continuation's fields to the producer that runs it; acquire on
+        // failure: the caller then reads the value.
+        if (word_.compare_exchange_strong(expected, tagged, std::memory_order_release,
+                                          std::memory_order_acquire))
+            return true;
+        TC_CHECK(expected == kFutureResolved, "Future consumed twice",
+                 "Then or a wait was attached to a Future that already has a waiter");
+        return false;
+    }
+
+    // The waiter's callback: publishes the suspended waiter in the word, or resumes it at once
+    // when the state was resolved in the meantime. No mutex, no retry loop: one CAS decides.
+    class Waiter final : public ISuspendCallback
+    {
+    public:
+        explicit Waiter(FutureStateBase& state) noexcept : state_(state) {}
+
+        void OnSuspended(SuspendedTask task) noexcept override
+        {
+            std::uintptr_t expected = kFutureEmpty;
+            // release: publishes the waiter to the producer; acquire on failure so the waiter,
+            // resumed by us below, reads the value.
+            if (state_.word_.compare_exchange_strong(
+                    expected, reinterpret_cast<std::uintptr_t>(task.Entry()),
+                    std::memory_order_release, std::memory_order_acquire))
+                return; // the last access: the producer owns the handle now
+            TC_CHECK(expected == kFutureResolved, "one waiter at a time on a Future",
+                     "a second waiter (or a Then) was attached to a Future that has a waiter");
+            ResumeTask(task); // never published: ours to resume
+        }
+
+        bool OnTimeout(SuspendedTask task) noexcept override
+        {
+            auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
+            // acq_rel: claims the waiter back against the producer's exchange.
+            return state_.word_.compare_exchange_strong(
+                expected, kFutureEmpty, std::memory_order_acq_rel, std::memory_order_relaxed);
+        }
+
+    private:
+        FutureStateBase& state_;
+    };
+
+    std::exception_ptr error_;
+
+private:
+    std::atomic<std::uintptr_t> word_{kFutureEmpty};
+
+    template <class>
+    friend class ::TC::Synchronization::Promise;
+    void MarkResolvedExclusive() noexcept
+    {
+        // relaxed: no consumer exists yet; handing the state to one (GetFuture) is a plain move
+        // within the producer's thread, and the Future's later acquire loads see this store.
+        word_.store(kFutureResolved, std::memory_order_relaxed);
+    }
+};
+
+template <class T>
+class FutureState : public FutureStateBase
+{
+public:
+    template <class... Args>
+    void Emplace(Args&&... args)
+    {
+        value_.emplace(std::forward<Args>(args)...);
+    }
+
+    // The consumer's take: rethrows the stored exception, or moves the value out.
+    FutureValue<T> TakeValue()
+    {
+        if (error_)
+            std::rethrow_exception(error_);
+        return std::move(*value_);
+    }
+
+    std::optional<FutureValue<T>> value_;
+};
+} // namespace detail
+} // namespace TC::Synchronization
