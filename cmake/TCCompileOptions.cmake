@@ -1,6 +1,6 @@
 # Warning set, sanitizers and checked mode, applied through one interface target that every
 # TC target and test links privately, so consumers of the package inherit none of it.
-# -Wnon-virtual-dtor is left out on purpose: the guide's primitives (seed 004) derive privately
+# -Wnon-virtual-dtor is left out on purpose: the guide's primitives derive privately
 # from ISuspendCallback, whose destructor is protected and non-virtual by design (a callback is
 # never deleted through it), and that code must compile verbatim.
 add_library(tc_build_options INTERFACE)

@@ -452,8 +452,8 @@ TEST_CASE("The host releases its tasks' handles after the scheduler is gone: the
 
 TEST_CASE("A thread's waits stop pumping a host scheduler once it is destroyed, wherever")
 {
-    // A thread that pumped a scheduler runs its work while it waits (nested waits). Until
-    // 2026-12-04 it kept the scheduler's core as its host after the Scheduler was destroyed on
+    // A thread that pumped a scheduler runs its work while it waits (nested waits). The failure
+    // this guards against: it kept the scheduler's core as its host after the Scheduler was destroyed on
     // another thread, or when a JoinHandle kept the core past ~Scheduler and then freed it from
     // another thread: its next wait pumped freed memory (ASan: heap-use-after-free; Release: a
     // crash once the memory was reused, as the allocations below make it).
@@ -488,7 +488,7 @@ TEST_CASE("A thread's waits stop pumping a host scheduler once it is destroyed, 
 TEST_CASE("High work another thread queues runs before the host's own Normal tasks still queued")
 {
     // While the host runs the first of 40 Normal tasks, another thread starts a High one: it
-    // must run next. Until 2026-12-04 each Normal task that ended handed its stack straight to
+    // must run next. The failure this guards against: each Normal task that ended handed its stack straight to
     // the next Normal task of the host's own queue without looking at the shared High queue, so
     // the High task ran 40th.
     Scheduler host(0);
@@ -524,8 +524,8 @@ TEST_CASE("High work another thread queues runs before the host's own Normal tas
 
 TEST_CASE("A thread that hosts two schedulers runs the work of both while it waits")
 {
-    // Its converted-thread waits pumped only the scheduler it pumped last until 2026-12-04: a task
-    // it started on the other and then joined never ran (a deadlock).
+    // Its converted-thread waits pump every scheduler it hosts, not only the one it pumped last:
+    // otherwise a task it started on the other and then joined never runs (a deadlock).
     std::atomic<bool> finished{false};
     std::thread watchdog(
         [&]
@@ -566,7 +566,7 @@ TEST_CASE("A thread that hosts two schedulers runs the work of both while it wai
 TEST_CASE("A host inside a wait when another thread destroys its scheduler hands the pumping over")
 {
     // The host's converted-thread wait pumps its scheduler; ~Scheduler on another thread pumps it
-    // too, to drain it. Until 2026-12-04 both pumped the one host worker at once (its queues and
+    // too, to drain it. The failure this guards against: both pumped the one host worker at once (its queues and
     // running context: a crash, or TSan's data races), and the wait kept pumping, and touching the
     // sleeper list of, the core after it was freed (ASan: heap-use-after-free).
     const int tasks = GENERATE(0, 8);

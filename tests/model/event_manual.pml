@@ -17,7 +17,7 @@
  *     waiter back may destroy the event while the Set still resumes the other.
  *
  * Variants (spin -D...):
- *   BROKEN_SPLIT  the design before 2026-12-03: a flag beside a waiter stack. Set stores the
+ *   BROKEN_SPLIT  a rejected design: a flag beside a waiter stack. Set stores the
  *                 flag, then takes the stack; a waiter pushes itself, then re-checks the flag.
  *                 A Set whose two steps straddle A's pass, Reset and next publication resumes
  *                 A's next wait: an early pass. The re-check also reads the event after the

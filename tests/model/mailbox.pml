@@ -1,5 +1,5 @@
 /*
- * mailbox.pml -- the single-waiter Mailbox of the custom-primitives guide (seed 004) on an
+ * mailbox.pml -- the single-waiter Mailbox of the custom-primitives guide on an
  * abstraction of the kernel's suspend protocol.
  *
  * A client task and a service task talk through two mailboxes (requests, replies) for ROUNDS

@@ -1,5 +1,5 @@
 /*
- * strand_pump.pml -- the strand's one pump (seed 000, "One pump per strand"): phases Idle,
+ * strand_pump.pml -- the strand's one pump ("one pump per strand"): phases Idle,
  * Scheduled, Running, Exited, with submitters racing the pump's idle decision.
  *
  * NSUB submitter threads each submit PER tasks; a base executor of NWORKERS threads resumes

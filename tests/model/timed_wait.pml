@@ -1,6 +1,6 @@
 /*
  * timed_wait.pml -- SuspendTaskFor's timeout race, on the guide's Mailbox::Take(value, timeout)
- * (seed 004), with the kernel's timer node as kernel/src/Timers.cpp implements it.
+ * (the custom-primitives guide's), with the kernel's timer node as kernel/src/Timers.cpp implements it.
  *
  * A waiter task takes NPUT values with Take(value, timeout), retrying after a timeout; a
  * producer thread puts them one at a time. Each wait's deadline is chosen by the model: "short"

@@ -1,5 +1,5 @@
 #pragma once
-// The primitives of the "Custom primitives" guide (seed 004), as the test kit sees them: the
+// The primitives of the "Custom primitives" guide, as the test kit sees them: the
 // guide's Mailbox and Latch, and deliberately broken variants the kit must catch. The guide's
 // code is verbatim between the "guide:" markers; each class adds only TakeAsync (marked), so
 // that coroutines can take from it through the same callback.

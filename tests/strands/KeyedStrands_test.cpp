@@ -1,5 +1,5 @@
 // KeyedStrands: one strand per key, retirement, reuse counts, the hook's key, and destruction
-// from inside a key's task (seed 000).
+// from inside a key's task.
 
 #include "StrandsTestSupport.h"
 
@@ -297,7 +297,7 @@ struct ThrowsOnCopy
 TEST_CASE("A callable whose copy throws for a new key propagates; the key's strand retires once",
           "[strands][keyed]")
 {
-    // Until 2026-12-04 the registry detached the new strand in Post's catch while its pump was
+    // The failure this guards against: the registry detached the new strand in Post's catch while its pump was
     // already on the base: after Seal() it closed it under the registry's lock, waiting for the
     // pump, which waited for that lock at its dry turn (a deadlock); unsealed, it kept the strand
     // and the pump kept it again (one strand twice in the reuse list).
@@ -352,7 +352,7 @@ TEST_CASE("A callable whose copy throws for a new key propagates; the key's stra
 TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, a dropped pump",
           "[strands][keyed]")
 {
-    // Until 2026-12-04 a keyed strand whose replacement pump (after a task threw) was refused by
+    // The failure this guards against: a keyed strand whose replacement pump (after a task threw) was refused by
     // the base, or whose pump the base dropped, stayed active with nothing queued: Idle() false
     // and WaitIdle() hanging for ever.
     ManualExecutor base;
@@ -403,7 +403,7 @@ TEST_CASE("A keyed strand left dry with no pump retires: a refused replacement, 
 TEST_CASE("A kept strand whose pump died of a task's exception is reused for a new key at once",
           "[strands][keyed]")
 {
-    // Until 2026-12-05 the dead pump's frame held a reference to its strand until the next task
+    // The failure this guards against: the dead pump's frame held a reference to its strand until the next task
     // death on the same thread (or the thread's exit), so the kept strand looked referenced and a
     // new key was given a new strand instead.
     ManualExecutor base;
@@ -427,7 +427,7 @@ TEST_CASE("A kept strand whose pump died of a task's exception is reused for a n
 TEST_CASE("KeyedStrands over a closed strand: a post throws and leaves no key active",
           "[strands][keyed]")
 {
-    // Until 2026-12-04 the key's strand handed its pump to the base under its own lock (and the
+    // The failure this guards against: the key's strand handed its pump to the base under its own lock (and the
     // registry's), the closed base dropped the pump at once, and the pump's frame took the
     // strand's lock again: a deadlock.
     TCTest::ManualExecutor base;

@@ -1,5 +1,5 @@
 // The resume context: a coroutine on a strand that waits on a Latch, a Mailbox or an AsyncQueue
-// completed from another thread comes back on that strand (seed 000); AsyncQueue's contract.
+// completed from another thread comes back on that strand; AsyncQueue's contract.
 
 #include "StrandsTestSupport.h"
 

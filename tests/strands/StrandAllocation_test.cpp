@@ -1,5 +1,5 @@
-// Fails every allocation of a first submit in turn, and counts what the steady state allocates
-// (seed 000). Its own executable: it replaces the global operator new.
+// Fails every allocation of a first submit in turn, and counts what the steady state allocates.
+// Its own executable: it replaces the global operator new.
 
 #include "StrandsTestSupport.h"
 

@@ -1,7 +1,7 @@
 // A coroutine on a strand parked through the kernel (SuspendTaskAsync, and the sync primitives
 // built on it) while its Strand is destroyed: the resumer that comes later reaches the strand's
 // state through the parked awaiter's KeepAlive(), finds it closed, and frees the detached chain
-// (ParkedWork's abandon) without running anything on the dead strand (seed 000, "Lifetime").
+// (ParkedWork's abandon) without running anything on the dead strand.
 
 #include "StrandsTestSupport.h"
 

@@ -1,5 +1,5 @@
 // Strand: ordering, serialisation, batches, Seal/Close windows, destruction from inside a task,
-// refusals, exceptions and the around-task hook (seed 000).
+// refusals, exceptions and the around-task hook.
 
 #include "StrandsTestSupport.h"
 
@@ -513,7 +513,7 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
           "retires",
           "[strands][strand]")
 {
-    // Until 2026-12-04 a post that arrived while the pump dropped the queue its base had refused
+    // The failure this guards against: a post that arrived while the pump dropped the queue its base had refused
     // was left queued behind an Idle pump (never run, Idle() false, WaitIdle() hanging), and a
     // keyed strand stayed active in its registry with nothing queued.
     SECTION("a plain strand")
@@ -618,7 +618,7 @@ TEST_CASE("A dropped call that destroys its strand during a refused hand-off is 
           "a deadlock",
           "[strands][strand]")
 {
-    // Until 2026-12-04 ~Strand inside the drop waited in Close() for the hand-off its own thread
+    // The failure this guards against: ~Strand inside the drop waited in Close() for the hand-off its own thread
     // held (handOffs_), and never returned.
     ManualExecutor base;
     bool ownerDestroyed = false;
@@ -665,7 +665,7 @@ TEST_CASE("A dropped call that destroys its strand during a refused hand-off is 
 TEST_CASE("A strand over a closed strand: a post throws, nothing deadlocks or is lost",
           "[strands][strand]")
 {
-    // Until 2026-12-04 the inner strand handed its pump to the base under its own lock, the
+    // The failure this guards against: the inner strand handed its pump to the base under its own lock, the
     // closed outer strand dropped the pump at once, and the pump's frame took that lock again.
     ManualExecutor base;
     Strand outer(base);
@@ -685,7 +685,7 @@ TEST_CASE("A strand over a closed strand: a post throws, nothing deadlocks or is
 TEST_CASE("A pump dropped by its base during a hand-off may destroy its strand from the drop",
           "[strands][strand]")
 {
-    // Until 2026-12-04 a base that dropped the pump at once (a closed strand) freed the queue
+    // The failure this guards against: a base that dropped the pump at once (a closed strand) freed the queue
     // inside the hand-off, and a dropped call that destroyed the strand waited in Close() for
     // that hand-off, which only its own thread could end.
     ManualExecutor base;

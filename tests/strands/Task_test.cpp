@@ -1,4 +1,4 @@
-// Task<T>, DetachedTask, SyncRun, ThisCoroStopToken and abandonment: seed 002's Task cases.
+// Task<T>, DetachedTask, SyncRun, ThisCoroStopToken and abandonment.
 
 #include "StrandsTestSupport.h"
 

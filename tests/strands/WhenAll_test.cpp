@@ -1,4 +1,4 @@
-// WhenAll and WhenAny: joins, escapes, races and cancellation (seed 002).
+// WhenAll and WhenAny: joins, escapes, races and cancellation.
 
 #include "StrandsTestSupport.h"
 

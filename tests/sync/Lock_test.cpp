@@ -99,9 +99,9 @@ TEST_CASE("Semaphore: a waiter may destroy it while the Release that gave its pe
     // Release(2) resumes the coroutine inline and is held there; this thread takes the second
     // permit meanwhile and destroys the semaphore, as Semaphore.h allows. The Release touches
     // nothing of it after the RMW that made the permits available (ASan checks), so the Acquire
-    // need not wait for it: it returns while the Release is still inside the coroutine. (Until
-    // 2026-12-05 the Release read the waiter count after that RMW, and every Acquire waited out
-    // the Releases in flight.)
+    // need not wait for it: it returns while the Release is still inside the coroutine. (A Release
+    // that read the waiter count after that RMW would make every Acquire wait out the Releases in
+    // flight.)
     auto* sem = new Semaphore(0);
     std::atomic<bool> inside{false};
     std::atomic<bool> acquired{false};

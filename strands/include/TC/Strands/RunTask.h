@@ -15,7 +15,7 @@
 namespace TC
 {
 // What a strand's queue entry is. An enum rather than an IsResumption() flag, because a hook
-// that installs a session around a handler's resumptions may mean it for those alone.
+// that installs a context (a transaction, a user) around a handler's resumptions may mean it for those alone.
 enum class TaskKind : std::uint8_t
 {
     Call,       // a callable given to Post/TryPost
