@@ -85,19 +85,17 @@ TEST_CASE("A stale handle -- its waiter resumed and suspended again since -- fai
             alarm(20);
             Keep first, second;
             Scheduler scheduler(1);
+            // Both waits from one call site: a thread's entry lives in the wait's frame, and a
+            // last call made as a tail call would put the second one higher up the stack.
+            auto waitTwice = [&] {
+                for (Keep* keep : {&first, &second})
+                    SuspendTask(keep);
+            };
             std::thread thread;
             if (kind == "task")
-                scheduler
-                    .Start([&] {
-                        SuspendTask(&first);
-                        SuspendTask(&second);
-                    })
-                    .Detach();
+                scheduler.Start(waitTwice).Detach();
             else if (kind == "converted thread")
-                thread = std::thread([&] {
-                    SuspendTask(&first);
-                    SuspendTask(&second);
-                });
+                thread = std::thread(waitTwice);
             else
                 WaitTwice(&first, &second);
             const SuspendedTask stale = AwaitHandle(first);
