@@ -13,15 +13,29 @@ namespace TC::detail
 {
 void Reschedule(SuspendedTaskEntry* entry) noexcept;
 
+// Checked builds: the entry begins a new suspension -- a new generation for its handles, the
+// Suspended state, the registry behind hang reports. Before OnSuspended; inline and empty
+// elsewhere, so a suspension's path calls nothing before its switch.
+void MarkSuspendedChecked(SuspendedTaskEntry& entry) noexcept;
+inline void MarkSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
+{
+#if TC_CHECKED
+    MarkSuspendedChecked(entry);
+#endif
+}
+
 // Calls OnSuspended with the callback-depth guard held (no waits allowed inside), between the
 // two race points a test kit may widen.
 inline void CallOnSuspended(SuspendedTaskEntry& entry, ThreadState& thread) noexcept
 {
     ReachRacePoint(RacePoint::BeforeOnSuspended, entry);
+    const SuspendedTask handle(&entry);
     EnterCallback(thread);
-    entry.callback_->OnSuspended(SuspendedTask(&entry));
+    entry.callback_->OnSuspended(handle);
     LeaveCallback(thread);
-    ReachRacePoint(RacePoint::AfterOnSuspended, entry); // identifies only: may be resumed by now
+    // Identifies only: the waiter may be resumed, and its entry gone, by now.
+    if (RacePointHook hook = racePointHook.load(std::memory_order_relaxed)) [[unlikely]]
+        hook(RacePoint::AfterOnSuspended, handle);
 }
 
 inline void CallOnSuspended(SuspendedTaskEntry& entry) noexcept

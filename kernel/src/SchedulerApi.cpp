@@ -251,6 +251,8 @@ void YieldTask()
         std::this_thread::yield();
         return;
     }
+    // Queued again by the switch's other side (RunPostSwitch); the pick that the switch or the
+    // worker's loop makes next passes over it while other work is ready (TryDequeue).
     SwitchAway(*CurrentThread().worker, task, PostSwitch::Requeue, task->scheduler);
 }
 

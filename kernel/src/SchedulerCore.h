@@ -109,6 +109,9 @@ struct Worker
     SchedulerCore* postTarget = nullptr;
     unsigned fairnessCountdown = kFairnessInterval;
     bool preferShared = false; // set by a yield: the next pick looks at the shared queue first
+    // A task that yielded back to this worker's loop (queued again already): the loop's next pick
+    // passes over it while other work is ready (SchedulerCore::TryDequeue). 0: none.
+    std::uintptr_t yielded = 0;
     // A shared-queue item taken just before the older inbox item it queued behind: the pick
     // after that one (SchedulerCore::FromSharedQueue).
     std::uintptr_t deferred = 0;
@@ -223,6 +226,8 @@ public:
     // that is still there, that one (older: it runs first, and the entry's item is kept in
     // `worker.deferred`, the worker's next pick).
     std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
+    // The next item `worker` runs, of priority `lowest` or higher, or 0: High before Normal,
+    // except that a task that has just yielded comes after any other ready item (YieldTask).
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
     // After a successful dequeue from global_[priority]: the bookkeeping every taker does.
     std::uintptr_t TakenFromShared(Worker& worker, std::size_t priority,
@@ -515,6 +520,11 @@ private:
     void Idle(Worker& worker);
     // A stopping worker's sleep while timedCoroutines is not zero: until work is queued, or 1 ms.
     void AwaitDelivery(Worker& worker);
+    // TryDequeue's pick by priority alone (inline there, its only caller: SchedulerQueues.cpp),
+    // and its case of a task that has just yielded (cold).
+    inline std::uintptr_t TakeNext(Worker& worker, Priority lowest) noexcept;
+    [[gnu::noinline]] std::uintptr_t PassOverYielded(Worker& worker, Priority lowest,
+                                                     std::uintptr_t yielded) noexcept;
     // Shutdown's last look: refuses new work from outside from now on, then waits until every
     // submission admitted before has queued its item.
     void Close() noexcept;

@@ -121,7 +121,7 @@ std::uintptr_t SchedulerCore::FromSharedQueue(Worker& worker, std::uintptr_t que
     return word & kInboxItemMask;
 }
 
-std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
+inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) noexcept
 {
     const std::size_t last = PriorityIndex(lowest);
     if (worker.shuffleState != 0)
@@ -188,6 +188,29 @@ std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexce
             return FromSharedQueue(worker, TakenFromShared(worker, p, item));
     }
     return 0;
+}
+
+std::uintptr_t SchedulerCore::TryDequeue(Worker& worker, Priority lowest) noexcept
+{
+    const std::uintptr_t item = TakeNext(worker, lowest);
+    // A task that yielded back to this loop is picked first only when it is alone in its queue
+    // and nothing of its priority or above waits in the shared queue (the uncommon case).
+    if (worker.yielded != 0 && std::exchange(worker.yielded, 0) == item) [[unlikely]]
+        return PassOverYielded(worker, lowest, item);
+    return item;
+}
+
+std::uintptr_t SchedulerCore::PassOverYielded(Worker& worker, Priority lowest,
+                                              std::uintptr_t yielded) noexcept
+{
+    // It steps aside for the next most urgent item -- of a lower priority, too -- and goes back
+    // where it was, so a yield always lets other ready work run.
+    const std::uintptr_t other = TryDequeue(worker, lowest); // no longer passes over anything
+    if (other == 0)
+        return yielded;
+    // Taken from that queue just now, and nothing filled its slot since: the push never grows it.
+    worker.local[PriorityIndex(reinterpret_cast<const Task*>(yielded)->priority)].Push(yielded);
+    return other;
 }
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept

@@ -246,8 +246,11 @@ void SchedulerCore::RunPostSwitch(Worker& worker, ThreadState& thread) noexcept
                 // A yield: to the back of this worker's own queue, and the next pick looks at
                 // the shared queue first, so work submitted from elsewhere is not starved by
                 // tasks that keep yielding (the shared queue is FIFO only per producer).
-                worker.local[PriorityIndex(task->priority)].Push(reinterpret_cast<std::uintptr_t>(task));
+                const auto item = reinterpret_cast<std::uintptr_t>(task);
+                worker.local[PriorityIndex(task->priority)].Push(item);
                 worker.preferShared = true;
+                if (!worker.current)
+                    worker.yielded = item; // the loop picks next: not this task, if it can help it
             }
             else
             {

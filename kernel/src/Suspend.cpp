@@ -14,6 +14,10 @@
 #include <TC/Suspend.h>
 #include <TC/SuspendAsync.h>
 
+#include <atomic>
+#include <cstdint>
+#include <string>
+
 namespace TC::detail
 {
 namespace
@@ -27,16 +31,65 @@ struct InlineResume
 };
 thread_local InlineResume inlineResume;
 
-void MarkSuspended(SuspendedTaskEntry& entry) noexcept
-{
 #if TC_CHECKED
-    entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
-    RegisterSuspended(entry);
-#else
-    (void)entry;
-#endif
+// Numbers every suspension in the process, 1 to 65535 and round again: a task's entry lives as
+// long as the task, and a converted thread's or a coroutine's new entry may sit where the last
+// one did, so a handle of an earlier suspension differs from the current one's unless a multiple
+// of 65535 suspensions came in between.
+std::atomic<std::uint32_t> suspensions{0};
+
+std::uint16_t NextGeneration() noexcept
+{
+    return static_cast<std::uint16_t>(suspensions.fetch_add(1, std::memory_order_relaxed) % 65535 + 1);
 }
 
+// ResumeTask's checks of the handle against its entry, before the entry changes.
+void CheckResumable(SuspendedTask task, SuspendedTaskEntry& entry) noexcept
+{
+    // A handle made before the waiter's current suspension: resuming it would end a wait it does
+    // not belong to (relaxed: a later resume of the right handle happens after its publication).
+    if (HandleBits::Generation(task) != entry.generation_.load(std::memory_order_relaxed)) [[unlikely]]
+    {
+        // The primitive is named only while the waiter waits (its callback alive).
+        const bool waiting = entry.state_.load(std::memory_order_acquire) == EntryState::Suspended;
+        const std::string detail = "ResumeTask received a stale handle, of an earlier suspension "
+                                   "of a waiter that was resumed and has suspended again since"
+                                   + (waiting ? " (now on primitive " + PrimitiveTypeOf(entry) + ")"
+                                              : std::string())
+                                   + ", whose wait it would end; a handle reaches ResumeTask "
+                                     "exactly once: claim it with an atomic exchange and let go "
+                                     "of it once claimed";
+        ReportRuleViolation("handle resumed twice", detail.c_str());
+    }
+    const EntryState previous = entry.state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
+    if (previous == EntryState::Resumed) [[unlikely]]
+    {
+        // Named after the primitive: the callback the waiter suspended with is the primitive.
+        const std::string detail = "ResumeTask received a handle that was already resumed (or taken back "
+                                   "by OnTimeout) -- primitive "
+                                   + PrimitiveTypeOf(entry)
+                                   + "; claim each handle with an atomic exchange so exactly one "
+                                     "resumer gets it";
+        ReportRuleViolation("handle resumed twice", detail.c_str());
+    }
+    TC_CHECK(previous == EntryState::Suspended, "ResumeTask on a handle that is not suspended",
+             "the handle's waiter is running; only a handle OnSuspended received may be resumed");
+    UnregisterSuspended(entry);
+}
+#endif
+} // namespace
+
+#if TC_CHECKED
+void MarkSuspendedChecked(SuspendedTaskEntry& entry) noexcept
+{
+    entry.generation_.store(NextGeneration(), std::memory_order_relaxed);
+    entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
+    RegisterSuspended(entry);
+}
+#endif
+
+namespace
+{
 void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 {
     TC_CHECK(thread.callbackDepth == 0, "wait inside a callback",
@@ -189,20 +242,7 @@ void ResumeTask(SuspendedTask task) noexcept
     SuspendedTaskEntry* entry = task.Entry();
     TC_CHECK(entry != nullptr, "ResumeTask on a null handle", "ResumeTask(nullptr)");
 #if TC_CHECKED
-    const EntryState previous = entry->state_.exchange(EntryState::Resumed, std::memory_order_acq_rel);
-    if (previous == EntryState::Resumed) [[unlikely]]
-    {
-        // Named after the primitive: the callback the waiter suspended with is the primitive.
-        const std::string detail = "ResumeTask received a handle that was already resumed (or taken back "
-                                   "by OnTimeout) -- primitive "
-                                   + PrimitiveTypeOf(*entry)
-                                   + "; claim each handle with an atomic exchange so exactly one "
-                                     "resumer gets it";
-        ReportRuleViolation("handle resumed twice", detail.c_str());
-    }
-    TC_CHECK(previous == EntryState::Suspended, "ResumeTask on a handle that is not suspended",
-             "the handle's waiter is running; only a handle OnSuspended received may be resumed");
-    UnregisterSuspended(*entry);
+    CheckResumable(task, *entry);
 #endif
     // The common case -- an untimed task, no test kit listening -- stays inline and light; the
     // rest goes out of line, so the fast path saves no registers it does not use.

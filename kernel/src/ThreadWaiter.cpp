@@ -118,10 +118,7 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     const bool timed = !timeout.IsInfinite() && TimersEnabled();
     if (timed)
         PrepareTimer(entry, node, timeout);
-#if TC_CHECKED
-    entry.state_.store(EntryState::Suspended, std::memory_order_relaxed);
-    RegisterSuspended(entry);
-#endif
+    MarkSuspended(entry);
     CallOnSuspended(entry);
     if (timed)
         ArmTimer(node);

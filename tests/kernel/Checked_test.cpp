@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <string>
 #include <thread>
 
 using namespace TC;
@@ -25,6 +26,23 @@ struct Keep final : ISuspendCallback
     std::atomic<SuspendedTask> task{nullptr};
     void OnSuspended(SuspendedTask t) noexcept override { task.store(t); }
 };
+
+// The handle a Keep received, once it has one.
+SuspendedTask AwaitHandle(const Keep& keep)
+{
+    SuspendedTask handle;
+    while (!(handle = keep.task.load()))
+        std::this_thread::yield();
+    return handle;
+}
+
+// A coroutine with no executor that waits on `first`, then on `second`, from the same awaiter
+// slot of its frame (the loop's).
+Detached WaitTwice(Keep* first, Keep* second)
+{
+    for (Keep* keep : {first, second})
+        co_await SuspendTaskAsync(keep);
+}
 
 // Keeps nothing, and takes every waiter back at its deadline: the wait always times out.
 struct TakeBack final : ISuspendCallback
@@ -53,6 +71,47 @@ TEST_CASE("A handle resumed twice fails at once")
     RequireRule(result, "handle resumed twice");
     // The message names the primitive's type (the callback the waiter suspended with).
     REQUIRE(result.stderrText.find("(anonymous namespace)::Keep") != std::string::npos);
+}
+
+TEST_CASE("A stale handle -- its waiter resumed and suspended again since -- fails at once as "
+          "resumed twice")
+{
+    // A handle kept after its ResumeTask and passed again once its waiter waits anew, on another
+    // primitive: that second wait used to end, silently, in every build.
+    for (const std::string kind : {"task", "converted thread", "coroutine"})
+    {
+        CAPTURE(kind);
+        auto result = RunInChild([&] {
+            alarm(20);
+            Keep first, second;
+            Scheduler scheduler(1);
+            // Both waits from one call site: a thread's entry lives in the wait's frame, and a
+            // last call made as a tail call would put the second one higher up the stack.
+            auto waitTwice = [&] {
+                for (Keep* keep : {&first, &second})
+                    SuspendTask(keep);
+            };
+            std::thread thread;
+            if (kind == "task")
+                scheduler.Start(waitTwice).Detach();
+            else if (kind == "converted thread")
+                thread = std::thread(waitTwice);
+            else
+                WaitTwice(&first, &second);
+            const SuspendedTask stale = AwaitHandle(first);
+            ResumeTask(stale); // a coroutine runs on at once, to its second wait
+            if (AwaitHandle(second).Entry() != stale.Entry())
+                _exit(3); // not the case under test: the second wait has an entry of its own
+            ResumeTask(stale);
+            if (thread.joinable())
+                thread.join(); // only a missing check ends the thread's second wait
+        });
+        INFO("child exit code " << result.exitCode);
+        RequireRule(result, "handle resumed twice");
+        REQUIRE(result.stderrText.find("a stale handle") != std::string::npos);
+        REQUIRE(result.stderrText.find("now on primitive (anonymous namespace)::Keep") !=
+                std::string::npos);
+    }
 }
 
 TEST_CASE("ResumeTask on a handle that is not suspended fails at once")

@@ -2,6 +2,7 @@
 // task finished, nothing queued) Submit and MoveCurrentTaskTo are accepted and what they hand
 // over runs; from then on they throw std::logic_error. Racing submitters see one or the other,
 // never a lost item (a coroutine frame LeakSanitizer would report, a count that falls short).
+// And YieldTask among priorities: a yield always lets one other ready item run, of any priority.
 
 #include "DeathTest.h"
 #include "TestGate.h"
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace TC;
 using TestSupport::Gate;
@@ -576,5 +578,117 @@ TEST_CASE("A scheduler hook that throws ends the process naming the hook and the
         CHECK(result.stderrText.find(std::string("scheduler hook threw: SchedulerHooks::") +
                                      c.hook + " of TC::Scheduler('hooked') threw: boom") !=
               std::string::npos);
+    }
+}
+
+namespace
+{
+// A High task yields kYields times on a scheduler of `workers` (1, or 0: pumped by this thread
+// with `lowest`) while kNormal Normal tasks are ready -- queued before its first yield by this
+// thread (the shared queue) or by the High task itself (its worker's own queue). Returns how
+// many Normal tasks had run after each yield.
+constexpr int kNormal = 5;
+constexpr int kYields = 8;
+std::vector<int> NormalRunAfterEachYield(unsigned workers, bool queuedByTheTask, Priority lowest)
+{
+    std::atomic<int> normalRan{0};
+    std::vector<int> seen; // written by the High task, read after its Join
+    int before = -1;
+    Scheduler scheduler(workers);
+    std::vector<JoinHandle> normal;
+    auto startNormal = [&] {
+        for (int i = 0; i < kNormal; ++i)
+            normal.push_back(scheduler.Start([&] { ++normalRan; }));
+    };
+    // One worker: holds it until everything is queued, so that the High task runs first.
+    std::atomic<bool> blocking{false}, release{false};
+    JoinHandle blocker;
+    if (workers != 0 && !queuedByTheTask)
+    {
+        blocker = scheduler.Start([&] {
+            blocking = true;
+            while (!release)
+                std::this_thread::yield();
+        });
+        while (!blocking)
+            std::this_thread::yield();
+    }
+    JoinHandle high = scheduler.Start(
+        [&] {
+            if (queuedByTheTask)
+                startNormal();
+            before = normalRan.load();
+            for (int i = 0; i < kYields; ++i)
+            {
+                YieldTask();
+                seen.push_back(normalRan.load());
+            }
+        },
+        {.name = "high", .priority = Priority::High});
+    if (!queuedByTheTask)
+        startNormal();
+    release = true;
+    if (workers == 0)
+    {
+        scheduler.RunUntilIdle(lowest);
+        CHECK(normalRan.load() == (lowest == Priority::High ? 0 : kNormal));
+        scheduler.RunUntilIdle();
+    }
+    high.Join();
+    for (JoinHandle& task : normal)
+        task.Join();
+    if (blocker.Joinable())
+        blocker.Join();
+    CHECK(before == 0); // High work first: no Normal task ran before the High task
+    return seen;
+}
+} // namespace
+
+TEST_CASE("YieldTask from a High task lets one ready Normal task run per yield")
+{
+    // Until they are all done; then each yield returns at once. Priorities alone would rerun
+    // the High task at once, for as long as it yields, and no Normal task would ever run.
+    const std::vector<int> oneEach{1, 2, 3, 4, 5, 5, 5, 5};
+    for (unsigned workers : {1u, 0u})
+        for (bool queuedByTheTask : {false, true})
+        {
+            CAPTURE(workers, queuedByTheTask);
+            CHECK(NormalRunAfterEachYield(workers, queuedByTheTask, Priority::Normal) == oneEach);
+        }
+}
+
+TEST_CASE("YieldTask on a host pumped for High work only runs no Normal task")
+{
+    const std::vector<int> none(kYields, 0);
+    for (bool queuedByTheTask : {false, true})
+    {
+        CAPTURE(queuedByTheTask);
+        CHECK(NormalRunAfterEachYield(0, queuedByTheTask, Priority::High) == none);
+    }
+}
+
+TEST_CASE("YieldTask from a Normal task lets all the ready High work run first")
+{
+    for (unsigned workers : {1u, 0u})
+    {
+        CAPTURE(workers);
+        std::atomic<int> highRan{0};
+        int before = -1, after = -1;
+        Scheduler scheduler(workers);
+        std::vector<JoinHandle> high;
+        JoinHandle normal = scheduler.Start([&] {
+            for (int i = 0; i < 3; ++i)
+                high.push_back(scheduler.Start([&] { ++highRan; }, {.priority = Priority::High}));
+            before = highRan.load();
+            YieldTask();
+            after = highRan.load();
+        });
+        if (workers == 0)
+            scheduler.RunUntilIdle();
+        normal.Join();
+        for (JoinHandle& task : high)
+            task.Join();
+        CHECK(before == 0);
+        CHECK(after == 3);
     }
 }

@@ -46,11 +46,13 @@ struct TaskBodyFor
 };
 } // namespace detail
 
-// Which queue a task or resumption waits in. A host that is short of time can run High only.
+// Which queue a task or resumption waits in. Strict: a worker or a pump takes the High work ready
+// for it before any Normal work, at every pick but the one right after a YieldTask (see there).
+// A host that is short of time can run High only (the pump calls' `lowest`).
 enum class Priority : std::uint8_t
 {
-    High = 0,   // this frame's work
-    Normal = 1, // background work
+    High = 0,   // this frame's work: runs before any ready Normal work
+    Normal = 1, // background work: runs when no High work is ready
 };
 
 // What an idle worker (or a host in WaitForWork) does before work arrives.
@@ -362,8 +364,17 @@ private:
     std::unique_ptr<detail::SchedulerCore> core_;
 };
 
-// Lets other ready tasks of the same scheduler run; the calling task continues later. From a
-// converted thread, std::this_thread::yield().
+// Lets other work ready on the calling task's worker run, then continues; from a converted
+// thread, std::this_thread::yield().
+/// - The worker's next pick passes over the caller: it runs the most urgent other ready item --
+///   High before Normal, whatever the caller's priority, within what a pump's `lowest` allows --
+///   and the caller continues in its priority's turn after that. With nothing else ready, the
+///   caller continues at once.
+/// - So a yield always lets one other ready item run when there is one: a High task yielding in
+///   a loop lets one Normal item through per yield while no other High work is ready, and a
+///   Normal task that yields lets the ready High work go first.
+/// - Tasks that yield in turn are ready work to each other: two High tasks yielding in a loop
+///   hold Normal work back as long as they loop. To wait for Normal work, wait on an event.
 TC_API void YieldTask();
 
 // Moves the calling task to `target`: it continues there (on a worker, or when the host pumps).

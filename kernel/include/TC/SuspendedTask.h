@@ -50,6 +50,9 @@ struct SuspendedTaskEntry
     detail::WaiterKind kind_ = detail::WaiterKind::Task;
     bool timedOut_ = false;
     std::atomic<detail::EntryState> state_{detail::EntryState::Running};
+    // Checked builds: the number of the current suspension, which its handles carry; in padding,
+    // so the layout is the same in every build (and other builds never write it).
+    std::atomic<std::uint16_t> generation_{0};
     ISuspendCallback* callback_ = nullptr;
     void* owner_ = nullptr;        // Task*, ThreadWaiter* or coroutine frame address
     IExecutor* executor_ = nullptr; // coroutines: where ResumeTask submits the handle
@@ -67,29 +70,76 @@ struct SuspendedTaskEntry
     bool hangReported_ = false;
 };
 
+namespace detail
+{
+struct HandleBits;
+// Checked builds keep the suspension's generation in a handle's bits 48-63, which no user-space
+// address uses on the supported targets (x86-64, AArch64 with 48-bit addresses).
+inline constexpr unsigned kHandleGenerationShift = 48;
+inline constexpr std::uintptr_t kHandleEntryMask = (std::uintptr_t{1} << kHandleGenerationShift) - 1;
+} // namespace detail
+
 // A handle to a suspended waiter, as OnSuspended receives it and ResumeTask takes it.
 // Pointer-sized and trivially copyable, so std::atomic<SuspendedTask> is lock-free; compares with
-// nullptr; contextually converts to bool. Only the kernel makes non-null handles, and each one
-// must reach ResumeTask exactly once (checked mode catches a second time while it can).
+// nullptr; contextually converts to bool. Only the kernel makes the handle of a suspension, and
+// each one must reach ResumeTask exactly once.
+/// - A primitive may keep Entry() instead and rebuild the handle with SuspendedTask(entry) while
+///   the waiter is still suspended; the rebuilt handle equals the one OnSuspended received.
+/// - Checked builds also carry the number of the suspension the handle belongs to, so ResumeTask
+///   fails "handle resumed twice" for a handle already resumed also once its waiter has suspended
+///   again (a stale handle, which would end that later wait). Other builds neither store nor
+///   compare it.
 class SuspendedTask
 {
 public:
     constexpr SuspendedTask() noexcept = default;
     constexpr SuspendedTask(std::nullptr_t) noexcept {} // NOLINT: implicit, as atomics need
-    constexpr explicit SuspendedTask(SuspendedTaskEntry* entry) noexcept : entry_(entry) {}
+    // The handle of the waiter's current suspension. Checked builds read `entry`: it must be
+    // nullptr or an entry whose waiter has not left its wait for good.
+    explicit SuspendedTask(SuspendedTaskEntry* entry) noexcept
+        : bits_(reinterpret_cast<std::uintptr_t>(entry))
+    {
+#if TC_CHECKED
+        TC_CHECK((bits_ & ~detail::kHandleEntryMask) == 0, "address above 48 bits",
+                 "a waiter's entry lives above the 48-bit address range checked handles assume");
+        if (entry)
+            bits_ |= std::uintptr_t{entry->generation_.load(std::memory_order_relaxed)}
+                     << detail::kHandleGenerationShift;
+#endif
+    }
 
-    constexpr SuspendedTaskEntry* Entry() const noexcept { return entry_; }
-    constexpr explicit operator bool() const noexcept { return entry_ != nullptr; }
+    SuspendedTaskEntry* Entry() const noexcept
+    {
+#if TC_CHECKED
+        return reinterpret_cast<SuspendedTaskEntry*>(bits_ & detail::kHandleEntryMask);
+#else
+        return reinterpret_cast<SuspendedTaskEntry*>(bits_);
+#endif
+    }
+    constexpr explicit operator bool() const noexcept { return bits_ != 0; }
 
     friend constexpr bool operator==(SuspendedTask, SuspendedTask) noexcept = default;
     friend constexpr bool operator==(SuspendedTask a, std::nullptr_t) noexcept
     {
-        return a.entry_ == nullptr;
+        return a.bits_ == 0;
     }
 
 private:
-    SuspendedTaskEntry* entry_ = nullptr;
+    friend struct detail::HandleBits;
+    std::uintptr_t bits_ = 0;
 };
+
+namespace detail
+{
+// The kernel's view of a handle's generation (checked builds; 0 elsewhere).
+struct HandleBits
+{
+    static std::uint16_t Generation(SuspendedTask task) noexcept
+    {
+        return static_cast<std::uint16_t>(task.bits_ >> kHandleGenerationShift);
+    }
+};
+} // namespace detail
 
 static_assert(sizeof(SuspendedTask) == sizeof(void*));
 static_assert(std::is_trivially_copyable_v<SuspendedTask>);
