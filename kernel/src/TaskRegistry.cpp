@@ -85,10 +85,4 @@ void UnregisterBlock(CoreRecord& record, void* block) noexcept
         entry.next->prev = entry.prev;
     entry.prev = entry.next = nullptr;
 }
-
-void MoveBlock(CoreRecord& from, CoreRecord& to, void* block) noexcept
-{
-    UnregisterBlock(from, block);
-    Link(to, RecordOf(block));
-}
 } // namespace TC::detail

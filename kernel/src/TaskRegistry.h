@@ -52,8 +52,6 @@ void UnregisterCore(CoreRecord& record) noexcept;
 void RegisterBlock(CoreRecord& record, void* block) noexcept;
 // A block about to be deleted.
 void UnregisterBlock(CoreRecord& record, void* block) noexcept;
-// A block whose task moves to another core (MoveCurrentTaskTo): its block goes back there.
-void MoveBlock(CoreRecord& from, CoreRecord& to, void* block) noexcept;
 // The record that trails `block`.
 BlockRecord& RecordOf(void* block) noexcept;
 } // namespace TC::detail
