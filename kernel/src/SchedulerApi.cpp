@@ -275,8 +275,8 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
     // its stack stay its home scheduler's (Task::home), and go back there when it ends; the
     // block's count keeps that scheduler's core alive until then.
     destination->startedElsewhere.fetch_add(1, std::memory_order_release);
-    // Its block stays registered with its home scheduler too (DumpTasks lists it there): the home
-    // core frees the block, so only its registry may link it.
+    // Its block stays registered where it was allocated (DumpTasks lists it there): that core
+    // pools and frees the block, so only its registry may link it.
     SchedulerCore* source = task->scheduler;
     task->scheduler = destination;
     task->priority = priority;

@@ -162,6 +162,51 @@ TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every schedule
     pooled.Join();
 }
 
+TEST_CASE("DumpTasks lists a task that moved to another scheduler once, however often its block is "
+          "reused")
+{
+    // Tasks that start on the pool, move to the host and end there give their blocks back to the
+    // pool, which starts the next tasks in them: the registries must stay consistent through that.
+    SchedulerOptions hostOptions;
+    hostOptions.name = "host";
+    Scheduler host(hostOptions);
+    SchedulerOptions workerOptions;
+    workerOptions.workerCount = 2;
+    workerOptions.name = "pool";
+    Scheduler pool(workerOptions);
+    std::atomic<int> ended{0};
+    constexpr int kRounds = 50;
+    constexpr int kPerRound = 8;
+    for (int round = 0; round < kRounds; ++round)
+    {
+        for (int i = 0; i < kPerRound; ++i)
+            pool.Start([&] {
+                    MoveCurrentTaskTo(host);
+                    ended.fetch_add(1);
+                }).Detach();
+        while (ended.load() < (round + 1) * kPerRound)
+            host.RunFor(Duration(std::chrono::milliseconds(1)));
+    }
+    Mailbox box;
+    auto mover = pool.Start(
+        [&] {
+            MoveCurrentTaskTo(host);
+            (void)box.Take();
+        },
+        {.name = "mover"});
+    const std::string dump = DumpWhen([&](const std::string& text) {
+        host.RunPending();
+        return Contains(LineOf(text, "mover"), "suspended");
+    });
+    INFO(dump);
+    CHECK(Contains(LineOf(dump, "mover"), "suspended"));
+    CHECK(dump.find("'mover'") == dump.rfind("'mover'")); // listed once
+    box.Put(1);
+    while (!mover.IsFinished())
+        host.RunFor(Duration(std::chrono::milliseconds(1)));
+    mover.Join();
+}
+
 TEST_CASE("~Scheduler's hang report lists each task's name, state and what it waits on")
 {
     // A task that computes, one in an 8 s timed wait and one not resumed: the report after 5 s

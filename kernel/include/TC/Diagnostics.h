@@ -60,7 +60,8 @@ TC_API bool EnableHangReports(Duration threshold);
 /// and address). Checked builds add how long each has been suspended, and the converted threads
 /// and coroutines suspended through the suspend protocol.
 /// - Costs nothing while not called: it reads the task blocks each scheduler keeps anyway.
-/// - A task moved with MoveCurrentTaskTo is listed under the scheduler that started it.
+/// - A task is listed under the scheduler whose task block it runs in: the one the starting
+///   thread works for, else the one it was started on; MoveCurrentTaskTo does not change it.
 /// - Exact for tasks that do not change state while it reads (a hang, a program stopped in a
 ///   debugger); a task that is being resumed meanwhile may be shown in either state. Call it
 ///   while the tasks it lists are stuck, not as a routine log in a busy program.
