@@ -85,11 +85,12 @@ TEST_CASE("A stale handle -- its waiter resumed and suspended again since -- fai
             alarm(20);
             Keep first, second;
             Scheduler scheduler(1);
-            // Both waits from one call site: a thread's entry lives in the wait's frame, and a
-            // last call made as a tail call would put the second one higher up the stack.
+            // Both waits from one frame at one depth: a thread's entry lives in the wait's frame,
+            // and a last call made as a tail call would put the second one higher up the stack.
             auto waitTwice = [&] {
                 for (Keep* keep : {&first, &second})
                     SuspendTask(keep);
+                asm volatile("" ::: "memory"); // code after the last wait: no tail call
             };
             std::thread thread;
             if (kind == "task")
