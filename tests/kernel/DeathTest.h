@@ -15,6 +15,7 @@ namespace TestSupport
 struct ChildResult
 {
     bool aborted = false; // ended by a signal (checked mode aborts)
+    int signal = 0;       // that signal, or 0
     int exitCode = -1;
     std::string stderrText;
 };
@@ -45,6 +46,7 @@ ChildResult RunInChild(Body body)
     int status = 0;
     waitpid(child, &status, 0);
     result.aborted = WIFSIGNALED(status);
+    result.signal = result.aborted ? WTERMSIG(status) : 0;
     result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
 }

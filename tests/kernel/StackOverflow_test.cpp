@@ -4,6 +4,8 @@
 // This file is built without stack clash protection (where the compiler has it), as user code
 // may be: the guard region's size alone must catch the frames below.
 
+#include "DeathTest.h"
+
 #include <catch2/catch.hpp>
 
 #include <TC/Core.h>
@@ -13,7 +15,6 @@
 #include <cstring>
 #include <string>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -29,45 +30,7 @@
 
 namespace
 {
-struct Death
-{
-    int signal = 0;    // the signal that ended the child, or 0
-    int exitCode = -1; // its exit code, if it exited
-    std::string stderrText;
-};
-
-// Runs `body` in a child whose stderr is captured; SIGSEGV starts at its default there (the test
-// runner's handlers are not meant for the child).
-template <class Body>
-Death RunToDeath(Body body)
-{
-    int pipeFds[2];
-    REQUIRE(pipe(pipeFds) == 0);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-    {
-        close(pipeFds[0]);
-        dup2(pipeFds[1], STDERR_FILENO);
-        for (int signalNumber : {SIGABRT, SIGSEGV, SIGBUS})
-            std::signal(signalNumber, SIG_DFL);
-        body();
-        _exit(0);
-    }
-    close(pipeFds[1]);
-    Death death;
-    char buffer[512];
-    for (ssize_t n; (n = read(pipeFds[0], buffer, sizeof buffer)) > 0;)
-        death.stderrText.append(buffer, static_cast<std::size_t>(n));
-    close(pipeFds[0]);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    if (WIFSIGNALED(status))
-        death.signal = WTERMSIG(status);
-    if (WIFEXITED(status))
-        death.exitCode = WEXITSTATUS(status);
-    return death;
-}
+using Death = TestSupport::ChildResult;
 
 // Died of the fault: SIGSEGV, or under a sanitizer whose own handler took the repeated fault, a
 // failing exit after its report.
@@ -124,7 +87,7 @@ TEST_CASE("A 74 KiB frame on a default task stack faults in the guard region, an
 {
     // Default options: 64 KiB stacks, a 64 KiB guard region. A 74 KiB frame used to jump the
     // one guard page into the stack below and crash another task later.
-    const Death death = RunToDeath(
+    const Death death = TestSupport::RunInChild(
         []
         {
             TC::Scheduler scheduler(1);
@@ -137,7 +100,7 @@ TEST_CASE("A 74 KiB frame on a default task stack faults in the guard region, an
 
 TEST_CASE("A host-pumped task's overflow is reported with its own stack and guard sizes")
 {
-    const Death death = RunToDeath(
+    const Death death = TestSupport::RunInChild(
         []
         {
             TC::SchedulerOptions options;
@@ -154,7 +117,7 @@ TEST_CASE("A host-pumped task's overflow is reported with its own stack and guar
 
 TEST_CASE("A task's own stack size counts in the report, and a deep recursion lands in the guard")
 {
-    const Death death = RunToDeath(
+    const Death death = TestSupport::RunInChild(
         []
         {
             TC::Scheduler scheduler(2);
@@ -171,7 +134,7 @@ TEST_CASE("A task's own stack size counts in the report, and a deep recursion la
 
 TEST_CASE("With the report off, an overflow dies with a bare SIGSEGV")
 {
-    const Death death = RunToDeath(
+    const Death death = TestSupport::RunInChild(
         []
         {
             TC::SetStackOverflowReport(false);
@@ -191,7 +154,7 @@ TEST_CASE("A SIGSEGV outside any guard region goes to the handler installed befo
     // over it, as a fresh process's first Scheduler would.
     SECTION("an SA_SIGINFO handler gets the fault, with its address")
     {
-        const Death death = RunToDeath(
+        const Death death = TestSupport::RunInChild(
             []
             {
                 struct sigaction earlier {};
@@ -210,7 +173,7 @@ TEST_CASE("A SIGSEGV outside any guard region goes to the handler installed befo
     }
     SECTION("a plain handler gets the fault")
     {
-        const Death death = RunToDeath(
+        const Death death = TestSupport::RunInChild(
             []
             {
                 std::signal(SIGSEGV, &EarlierPlainHandler);
@@ -225,7 +188,7 @@ TEST_CASE("A SIGSEGV outside any guard region goes to the handler installed befo
     }
     SECTION("an overflow is reported first, then the earlier handler gets the repeated fault")
     {
-        const Death death = RunToDeath(
+        const Death death = TestSupport::RunInChild(
             []
             {
                 std::signal(SIGSEGV, &EarlierPlainHandler);
