@@ -4,6 +4,7 @@
 // its last work finishing: "Destruction and Stop keep pumping the schedulers the calling thread
 // hosts, so any order of shutdown finishes" (Scheduler.h's class comment, DESIGN.md).
 
+#include "support/Detached.h"
 #include "support/StressScale.h"
 
 #include <TC/Core.h>
@@ -48,17 +49,7 @@ constexpr int kChain = 10;    // host tasks that wake one another before the job
 constexpr auto kBound = 1s;   // from the last work finishing to the shutdown call's return
 constexpr auto kRescue = 60s; // a shutdown that stopped pumping the host is rescued after this
 
-struct Detached
-{
-    struct promise_type
-    {
-        Detached get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
+using TestSupport::Detached;
 
 // The latest moment any work of the frame finished.
 class LastWork

@@ -2,8 +2,10 @@
 // Helpers shared by the embedding suites: a fire-and-forget coroutine, the stress scale and a
 // monotonic clock in nanoseconds.
 
+#include "support/Detached.h"
 #include "support/SteadyClock.h"
 #include "support/StressScale.h"
+
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
@@ -13,19 +15,8 @@
 
 namespace TC::Testing
 {
-// A coroutine that starts at once and frees itself when it ends; an escaping exception
-// terminates (the tests check results explicitly).
-struct Detached
-{
-    struct promise_type
-    {
-        Detached get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-    };
-};
+// A coroutine that starts at once and frees itself when it ends (tests/support/Detached.h).
+using TestSupport::Detached;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define TC_EMBEDDING_SANITIZED 1

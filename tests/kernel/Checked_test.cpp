@@ -2,7 +2,7 @@
 // checked build of the kernel in every configuration, so it proves the checks in Release too.
 
 #include "DeathTest.h"
-#include "Detached.h"
+#include "support/Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>

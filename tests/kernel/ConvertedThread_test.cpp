@@ -2,7 +2,7 @@
 // callback objects, explicitly converted or on its first wait.
 
 #include "DeathTest.h"
-#include "Detached.h"
+#include "support/Detached.h"
 #include "TestGate.h"
 #include "TestMailbox.h"
 

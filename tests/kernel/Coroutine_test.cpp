@@ -1,7 +1,7 @@
 // Coroutines on the suspend protocol: the entry lives in the awaiter, OnSuspended runs from
 // await_suspend, and ResumeTask hands the coroutine to the executor current when it suspended.
 
-#include "Detached.h"
+#include "support/Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // SuspendTaskFor: the timeout race in both outcomes, zero timeouts, early resumes, and the same
 // for converted threads and coroutines.
 
-#include "Detached.h"
+#include "support/Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
