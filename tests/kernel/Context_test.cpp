@@ -44,6 +44,21 @@ private:
     void* memory_;
 };
 
+// A fiber on its own stack, paired with the calling thread; destroyed with the fixture.
+struct Fiber
+{
+    explicit Fiber(TC::detail::ContextEntry entry)
+    {
+        TC::detail::InitThreadContext(pair.thread);
+        stack.Make(pair.fiber, entry, &pair);
+    }
+    ~Fiber() { TC::detail::DestroyContext(pair.fiber); }
+    Fiber(const Fiber&) = delete;
+    Fiber& operator=(const Fiber&) = delete;
+    FiberStack stack;
+    Pair pair;
+};
+
 // Counts the messages it is handed, with a running sum held in locals across every switch.
 [[noreturn]] void CountingFiber(void* argument, void* message)
 {
@@ -96,24 +111,19 @@ std::uint64_t Expected(std::uint64_t rounds)
 
 TEST_CASE("A fresh context starts with its argument and the first switch's message")
 {
-    FiberStack stack;
-    Pair pair;
-    TC::detail::InitThreadContext(pair.thread);
-    stack.Make(pair.fiber, &CountingFiber, &pair);
+    Fiber fiber(&CountingFiber);
+    Pair& pair = fiber.pair;
     int token = 0;
     void* back = TC::detail::SwitchContext(pair.thread, pair.fiber, &token);
     REQUIRE(pair.argumentSeen == &pair);
     REQUIRE(pair.firstMessage == &token);
     REQUIRE(back == reinterpret_cast<void*>(std::uint64_t{0}));
-    TC::detail::DestroyContext(pair.fiber);
 }
 
 TEST_CASE("Messages and live registers survive a hundred thousand switches each way")
 {
-    FiberStack stack;
-    Pair pair;
-    TC::detail::InitThreadContext(pair.thread);
-    stack.Make(pair.fiber, &CountingFiber, &pair);
+    Fiber fiber(&CountingFiber);
+    Pair& pair = fiber.pair;
     TC::detail::SwitchContext(pair.thread, pair.fiber);
     constexpr std::uint64_t kRounds = 100'000;
     std::uint64_t x = 11, y = 13; // live on this side across each switch
@@ -134,15 +144,12 @@ TEST_CASE("Messages and live registers survive a hundred thousand switches each 
     }
     REQUIRE(x == ex);
     REQUIRE(y == ey);
-    TC::detail::DestroyContext(pair.fiber);
 }
 
 TEST_CASE("Each side keeps its own rounding mode across switches")
 {
-    FiberStack stack;
-    Pair pair;
-    TC::detail::InitThreadContext(pair.thread);
-    stack.Make(pair.fiber, &RoundingFiber, &pair);
+    Fiber fiber(&RoundingFiber);
+    Pair& pair = fiber.pair;
     const int before = std::fegetround();
     for (int round = 0; round < 1000; ++round)
     {
@@ -150,7 +157,6 @@ TEST_CASE("Each side keeps its own rounding mode across switches")
         REQUIRE(pair.fiberRounding == FE_UPWARD);
         REQUIRE(std::fegetround() == before);
     }
-    TC::detail::DestroyContext(pair.fiber);
 }
 
 #if TC_SWITCH_RUNS_THEN
