@@ -35,13 +35,20 @@ void Expect(bool condition, const char* what)
     }
 }
 
+// What a Get returned is there and equals `expected` (nullptr: it timed out).
+template <class T>
+bool Is(const T* got, const T& expected)
+{
+    return got != nullptr && *got == expected;
+}
+
 // [guide:one-shot-use]
 TC::DetachedTask ReadInCoroutine(TC::Scheduler& scheduler, OneShot<std::string>& answer,
                                  std::atomic<int>& right)
 {
     co_await scheduler.Schedule();
     if (const std::string* text = co_await answer.GetAsync(5s))
-        right += *text == "forty-two";
+        right += Is(text, std::string("forty-two"));
 }
 
 void ThreeKindsOfWaiter()
@@ -49,8 +56,8 @@ void ThreeKindsOfWaiter()
     TC::Scheduler scheduler(2);
     OneShot<std::string> answer;
     std::atomic<int> right{0};
-    auto task = scheduler.Start([&] { right += *answer.Get() == "forty-two"; });
-    std::thread thread([&] { right += *answer.Get() == "forty-two"; });
+    auto task = scheduler.Start([&] { right += Is(answer.Get(), std::string("forty-two")); });
+    std::thread thread([&] { right += Is(answer.Get(), std::string("forty-two")); });
     ReadInCoroutine(scheduler, answer, right);
     std::this_thread::sleep_for(10ms); // let them wait (or not: either way they read it)
     Expect(answer.Set("forty-two"), "the first Set wins");
@@ -76,7 +83,7 @@ void TimeoutAndLastWaiterDestroys()
         std::vector<std::thread> waiters;
         for (int i = 0; i < 3; ++i)
             waiters.emplace_back([&] {
-                Expect(*shot->Get() == round, "every waiter reads the value");
+                Expect(Is(shot->Get(), round), "every waiter reads the value");
                 if (left.fetch_sub(1) == 1)
                     delete shot;
             });
@@ -92,8 +99,8 @@ void Scenario(TC::Testing::Context& ctx)
     auto& shot = ctx.Make<OneShot<int>>();
     for (int i = 0; i < 3; ++i)
         ctx.Spawn(
-            "reader", [&] { ctx.Check(*shot.Get() == 7, "the value"); },
-            [&]() -> TC::Task<void> { ctx.Check(*co_await shot.GetAsync() == 7, "the value"); });
+            "reader", [&] { ctx.Check(Is(shot.Get(), 7), "the value"); },
+            [&]() -> TC::Task<void> { ctx.Check(Is(co_await shot.GetAsync(), 7), "the value"); });
     ctx.Spawn(
         "setter", [&] { ctx.Check(shot.Set(7), "the first Set wins"); },
         [&]() -> TC::Task<void> {
@@ -108,7 +115,7 @@ TC::DetachedTask ReadAllInCoroutine(TC::Scheduler& scheduler,
 {
     co_await scheduler.Schedule();
     for (std::size_t i = 0; i < shots.size(); ++i)
-        Expect(*co_await shots[i]->GetAsync() == static_cast<int>(i), "the round's value");
+        Expect(Is(co_await shots[i]->GetAsync(), static_cast<int>(i)), "the round's value");
     done.fetch_add(1);
 }
 
@@ -122,7 +129,7 @@ void MillionOperations(std::int64_t operations)
     std::atomic<int> done{0};
     auto readAll = [&] {
         for (std::size_t i = 0; i < shots.size(); ++i)
-            Expect(*shots[i]->Get() == static_cast<int>(i), "the round's value");
+            Expect(Is(shots[i]->Get(), static_cast<int>(i)), "the round's value");
     };
     auto task = scheduler.Start(readAll);
     std::thread thread(readAll);
