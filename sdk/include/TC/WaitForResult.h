@@ -11,9 +11,7 @@
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/StopToken.h>
 #include <TC/Strands/Task.h>
-#include <TC/Suspend.h>
 #include <TC/Synchronization/WaitQueue.h>
-#include <TC/detail/SpinLock.h>
 
 #include <chrono>
 #include <optional>
@@ -105,22 +103,6 @@ struct AttemptTraits
             slot.emplace(true);
         return slot.has_value();
     }
-    // A short spin of growing pauses before the first wait, asking before each round whether it
-    // holds anything up: a result that comes within a microsecond or two saves a suspension and
-    // a cross-thread resume.
-    static bool SpinInto(Attempt& attempt, Slot& slot) noexcept
-    {
-        for (unsigned round = 0, pauses = 4; round < 5; ++round, pauses *= 2)
-        {
-            if (!SpinBeforeWaitHoldsNothingUp())
-                return false;
-            for (unsigned i = 0; i < pauses; ++i)
-                TC::detail::CpuRelax();
-            if (TryInto(attempt, slot))
-                return true;
-        }
-        return false;
-    }
     static WaitResult<Value> Done(Slot& slot) noexcept
     {
         if constexpr (kHasValue)
@@ -155,8 +137,8 @@ private:
 } // namespace detail
 
 // Runs `attempt` until it succeeds, waiting on `queue` between tries; the re-check of each wait
-// is the attempt itself (under the queue's rule), so a wake-up is never lost. Before the first
-// wait it spins briefly where that holds nothing up (SpinBeforeWaitHoldsNothingUp). Gives up after
+// is the attempt itself (under the queue's rule), so a wake-up is never lost. It does not spin
+// before waiting: a converted thread's wait spins briefly in the kernel already. Gives up after
 // `timeout` in all (unlimited without EnableTimers) or when `stop` is stopped. A resumer may
 // also complete the operation for the oldest waiter with HandOffResult. From a task or a
 // converted thread; a coroutine uses WaitForResultAsync. `attempt` is noexcept, short, never
@@ -170,7 +152,7 @@ WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::In
     typename Traits::Slot slot;
     const detail::Deadline deadline(timeout);
     auto mustWait = [&]() noexcept { return !Traits::TryInto(attempt, slot); };
-    if (Traits::TryInto(attempt, slot) || Traits::SpinInto(attempt, slot))
+    if (Traits::TryInto(attempt, slot))
         return Traits::Done(slot);
     for (;;)
     {
@@ -197,7 +179,7 @@ WaitForResultAsync(WaitQueue& queue, Attempt attempt, Duration timeout = Duratio
     typename Traits::Slot slot;
     const detail::Deadline deadline(timeout);
     auto mustWait = [&]() noexcept { return !Traits::TryInto(attempt, slot); };
-    if (Traits::TryInto(attempt, slot) || Traits::SpinInto(attempt, slot))
+    if (Traits::TryInto(attempt, slot))
         co_return Traits::Done(slot);
     for (;;)
     {
