@@ -1,7 +1,6 @@
 #pragma once
-// OneShot<T>: a value set once and read by any number of waiters -- tasks, threads and
-// coroutines -- with timeouts. A sample primitive built on WaitQueue
-// (guides/many-waiters-with-timeouts.md).
+// OneShot<T>: a value set once, read by any number of waiters of any kind, with timeouts.
+// A sample primitive on WaitQueue (guides/many-waiters-with-timeouts.md).
 
 #include <TC/WaitForResult.h>
 
@@ -29,7 +28,7 @@ public:
         if (!state_.compare_exchange_strong(expected, kSetting))
             return false;
         value_.emplace(std::move(value));
-        auto scope = waiters_.ResumerScope(); // a waiter may destroy us once it sees kSet
+        auto scope = waiters_.ResumerScope(); // a waiter seeing kSet may destroy us
         state_.store(kSet, std::memory_order_release);
         waiters_.ResumeAll();
         return true;
@@ -38,7 +37,7 @@ public:
     // Never waits: the value once set, else nullptr.
     const T* TryGet() const noexcept
     {
-        // acquire: the value Set wrote before its release store.
+        // acquire: the value Set wrote.
         return state_.load(std::memory_order_acquire) == kSet ? &*value_ : nullptr;
     }
 

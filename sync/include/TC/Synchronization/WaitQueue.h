@@ -1,14 +1,11 @@
 #pragma once
 // WaitQueue: a FIFO of waiters -- tasks, converted threads, coroutines -- with timeouts, stop
-// tokens and hand-off, the building block of a primitive that has many waiters.
+// tokens and hand-off, for primitives with many waiters (guides/many-waiters-with-timeouts.md).
 //
-//     std::atomic<int> items{0};  WaitQueue notEmpty;
-//     // consumer: take one, or wait until there may be one
-//     while (!TakeOne(items))
-//         if (notEmpty.Wait([&] { return items.load() == 0; }, 5ms) == WaitStatus::TimedOut)
+//     while (!TakeOne(items))  // consumer
+//         if (notEmpty.Wait([&]() noexcept { return items == 0; }, 5ms) == WaitStatus::TimedOut)
 //             return false;
-//     // producer
-//     items.fetch_add(1);  notEmpty.ResumeOne();
+//     ++items;  notEmpty.ResumeOne();  // producer
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -44,9 +41,7 @@ class WaitQueue;
 
 namespace detail
 {
-// One wait on a WaitQueue, in the waiter's own frame (a task's or thread's stack, a coroutine's
-// awaiter): it is the wait's ISuspendCallback and its link in the queue. Kernel of the waits;
-// users go through WaitQueue.
+// One wait on a WaitQueue, in the waiter's frame: its ISuspendCallback and its link.
 class TC_API WaitQueueNode final : public ISuspendCallback
 {
 public:
@@ -66,10 +61,8 @@ public:
     bool OnTimeout(SuspendedTask task) noexcept override;
     WaitTarget WaitedOn() const noexcept override;
 
-    // The blocking wait of a task or a converted thread.
-    WaitStatus Block(Duration timeout);
-    // Around a coroutine's suspension: the stop callback lives exactly as long as the wait.
-    void WatchStop() noexcept;
+    WaitStatus Block(Duration timeout); // a task's or a converted thread's wait
+    void WatchStop() noexcept;          // the stop callback lives as long as the wait
     void UnwatchStop() noexcept { stopWatch_.reset(); }
     WaitStatus Status() const noexcept { return status_; }
 
@@ -103,40 +96,23 @@ bool CallMustWait(void* f) noexcept
 }
 } // namespace detail
 
-// A first-in first-out queue of suspended waiters for writing one's own primitive: the
-// primitive keeps its state where it likes (atomics, its own lock), waits here while the state
-// says wait, and after a change resumes one waiter, all of them, or hands the change to the
-// oldest waiter directly. No allocation: each wait's record lives in the waiter's frame.
-///
-/// The queue's rule (publish, then re-check):
-/// - A wait first links its record at the tail, then calls `mustWait()` under the queue's
-///   lock; `false` ends the wait at once (Resumed). So a state change made before a ResumeOne,
-///   ResumeAll or HandOff begins is either seen by that re-check or finds the waiter queued.
-/// - `mustWait` is short and noexcept, never waits, never calls into this queue, and takes no
-///   lock that anyone holds around a call to this queue. It may do the operation itself (take
-///   the item) and report it through state of its own.
-/// - Resumed means "look again": a newcomer may have taken what the resume was for. Loop.
-///
-/// Memory ordering:
-/// - A wait's link and re-check, and ResumeOne/ResumeAll/HandOff's check for waiters, are
-///   separated by seq_cst fences: the Dekker pair that lets a resume with nobody queued cost
-///   one fence and one load, no lock. The rest is under the queue's lock (acquire/release).
-/// - What the resumer wrote before ResumeOne/ResumeAll/HandOff (HandOff's `complete` included)
-///   is visible to the waiter it resumes: the kernel's resume synchronizes with the wait's end.
-///
-/// Lifetime:
-/// - Destroy it only when nobody waits on it and no call on it runs or can start (checked mode
-///   fails "destroy a primitive only when nobody waits on it" for a queue with waiters).
-/// - A call leaves the queue before it resumes anyone and a timed-out or cancelled wait leaves
-///   it before it returns, so the creator, or the last waiter, may destroy it right after its
-///   own wait returned -- having first called WaitOutResumers() if a resumer that changed the
-///   primitive's state may still be on its way to this queue: such a resumer holds
-///   ResumerScope() around its state change and its resume.
+// The waiters of a primitive that keeps its own state: wait here while the state says so;
+// after a change resume one waiter, all, or hand the change to the oldest. Never allocates.
+/// - Rule: a wait links itself at the tail, then calls `mustWait()` under the queue's lock
+///   (false: it ends at once, Resumed); a change made before a resume begins is seen there, or
+///   the resume finds the waiter. `mustWait` is noexcept and short, never waits, never calls
+///   this queue, takes no lock held around a call to it. Resumed means "look again".
+/// - Ordering: seq_cst fences part a wait's link from its re-check and a resumer's change from
+///   its look for waiters (with none: a fence and a load, no lock); the rest is under the lock.
+///   What a resumer wrote before resuming a waiter is visible to it.
+/// - Lifetime: destroy it when nobody waits and no call runs or can start (checked mode fails
+///   "destroy a primitive only when nobody waits on it"). Calls leave it before they resume
+///   anyone, so the creator or the last waiter may destroy it once its wait returned -- after
+///   WaitOutResumers() if a resumer holding ResumerScope() may still be on its way.
 class TC_API WaitQueue
 {
 public:
-    // `name` (static storage, or outliving the queue) names it in hang reports and DumpTasks;
-    // nullptr: "WaitQueue".
+    // `name` (outliving the queue) names it in hang reports and DumpTasks; nullptr: "WaitQueue".
     explicit WaitQueue(const char* name = nullptr) noexcept : name_(name) {}
     ~WaitQueue()
     {
@@ -147,10 +123,8 @@ public:
     WaitQueue(const WaitQueue&) = delete;
     WaitQueue& operator=(const WaitQueue&) = delete;
 
-    // Suspends a task or a converted thread while `mustWait()` (re-checked under the queue's
-    // rule) holds, until a resume, a hand-off, `timeout` (unlimited without EnableTimers) or a
-    // stop of `stop`. `context` is what a HandOff's `complete` receives. Not from a callback,
-    // not from a worker thread outside a task (a coroutine uses WaitAsync).
+    // Suspends a task or converted thread while `mustWait()` holds, until a resume, a hand-off,
+    // `timeout` (no limit without EnableTimers) or `stop`. HandOff's `complete` gets `context`.
     template <class MustWait>
     WaitStatus Wait(MustWait&& mustWait, Duration timeout = Duration::Infinite(),
                     const std::stop_token& stop = {}, void* context = nullptr)
@@ -160,15 +134,13 @@ public:
                       "WaitQueue: mustWait must be a noexcept callable returning bool");
         if (stop.stop_requested())
             return WaitStatus::Cancelled;
-        // F may be const; CallMustWait<F> casts back to it.
         void* mustWaitArg = const_cast<void*>(static_cast<const void*>(std::addressof(mustWait)));
         detail::WaitQueueNode node(*this, &detail::CallMustWait<F>, mustWaitArg, context,
                                    stop.stop_possible() ? &stop : nullptr);
         return node.Block(timeout);
     }
 
-    // co_await queue.WaitAsync(mustWait, ...): the coroutine form of Wait, yielding its
-    // WaitStatus. The coroutine continues on the executor that was current when it suspended.
+    // co_await queue.WaitAsync(...): Wait for a coroutine; continues where it suspended.
     template <class MustWait>
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
@@ -196,7 +168,7 @@ public:
         {
             if (!suspended_)
                 return WaitStatus::Cancelled;
-            const bool resumed = inner_.await_resume(); // settles the deadline on every path
+            const bool resumed = inner_.await_resume(); // settles the deadline
             node_.UnwatchStop();
             return resumed ? node_.Status() : WaitStatus::TimedOut;
         }
@@ -221,17 +193,14 @@ public:
                                                    timeout, std::move(stop), context);
     }
 
-    // Resumes the oldest waiter (Resumed); false if none was queued. Any thread, also a
-    // callback; never suspends. With nobody queued: one fence and one load.
+    // Resumes the oldest waiter; false if none. Any thread or callback; never suspends.
     bool ResumeOne() noexcept;
 
-    // Resumes every waiter queued now, oldest first (Resumed); returns how many.
+    // Resumes every waiter queued now, oldest first; returns how many.
     std::size_t ResumeAll() noexcept;
 
-    // Takes the oldest waiter off the queue, calls `complete(context)` with the context it
-    // waited with -- to leave a value there, or to record the operation done on its behalf --
-    // and resumes it with HandedOff. False, calling nothing, if none was queued. `complete` runs
-    // outside the queue's lock and must not throw.
+    // Takes the oldest waiter, calls `complete(its context)` outside the lock (leave a value, or
+    // record the operation done for it) and resumes it HandedOff; false, calling nothing, if none.
     template <class Complete>
     bool HandOff(Complete&& complete) noexcept
     {
@@ -249,15 +218,13 @@ public:
     bool HasWaiters() const noexcept { return WaiterCount() != 0; }
     std::size_t WaiterCount() const noexcept { return waiters_.load(std::memory_order_relaxed); }
 
-    // Held by a resumer around a state change and the resume that follows it, when a waiter
-    // that sees the change without waiting may destroy the primitive (see Lifetime).
+    // Held around a state change and its resume when a waiter seeing it may destroy the queue.
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(busy_);
     }
 
-    // Returns once every ResumerScope that began before this call has ended. The creator or
-    // last waiter calls it before destroying the primitive; a few instructions when none is open.
+    // Returns once every ResumerScope begun before it ended; the destroyer calls it first.
     void WaitOutResumers() const noexcept { busy_.Drain(); }
 
     const char* Name() const noexcept { return name_ ? name_ : "WaitQueue"; }
@@ -268,7 +235,7 @@ private:
     // Under lock_.
     void PushBack(detail::WaitQueueNode* node) noexcept;
     void Remove(detail::WaitQueueNode* node) noexcept;
-    // Fence, look, and if a waiter is queued, unlink the oldest; nullptr if none.
+    // Fence, look; the oldest waiter unlinked, or nullptr.
     detail::WaitQueueNode* TakeOldest() noexcept;
     static void ResumeTaken(detail::WaitQueueNode* node, WaitStatus status) noexcept;
 
