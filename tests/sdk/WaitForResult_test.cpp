@@ -162,3 +162,21 @@ TEST_CASE("WaitForResultAsync: a coroutine's value, timeout and its task's stop 
     REQUIRE(task.Done());
     CHECK(task.Result().Status() == WaitStatus::Cancelled);
 }
+
+TEST_CASE("HandOffDone completes an operation with no value for the oldest waiter",
+          "[waitforresult]")
+{
+    // A one-permit gate: the attempt takes the permit; HandOffDone passes one over directly,
+    // so the permit never becomes visible to a barging TryTake.
+    std::atomic<bool> permit{false};
+    TC::WaitQueue waiting;
+    auto tryTake = [&]() noexcept { return permit.exchange(false); };
+    CHECK_FALSE(TC::HandOffDone(waiting)); // nobody waits: nothing done
+    std::optional<WaitResult<void>> result;
+    std::thread waiter([&] { result.emplace(TC::WaitForResult(waiting, tryTake)); });
+    REQUIRE(Eventually([&] { return waiting.HasWaiters(); }));
+    CHECK(TC::HandOffDone(waiting));
+    waiter.join();
+    CHECK(result->HasValue());
+    CHECK_FALSE(permit.load()); // handed over, never published
+}
