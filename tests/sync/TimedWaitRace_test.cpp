@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -370,6 +371,10 @@ TEST_CASE("Random timeouts racing resumes: every wait returns once, no wake lost
             break;
         }
     }
+    // The counts, for the record of a run: printed, as a passing check says nothing.
+    std::printf("timed waits: %lld in %lld rounds, %lld returned true\n",
+                static_cast<long long>(waits), static_cast<long long>(rounds),
+                static_cast<long long>(race.passed));
     INFO(waits << " timed waits in " << rounds << " rounds, " << race.passed << " passed");
     CHECK(waits >= total);
     // Both outcomes are common, or the race was not run: timeouts and resumes met.
