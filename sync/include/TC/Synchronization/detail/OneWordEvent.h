@@ -174,13 +174,17 @@ private:
             entry = entry->next;
         }
         std::uintptr_t after = word;
-        if (entry == mine && previous == nullptr)
-            after = mine->next != nullptr ? reinterpret_cast<std::uintptr_t>(mine->next) : kUnset;
-        else if (entry == mine)
-            previous->next = mine->next;
+        if (entry != nullptr) // found: entry is ours
+        {
+            SuspendedTaskEntry* const older = entry->next;
+            if (previous == nullptr)
+                after = older != nullptr ? reinterpret_cast<std::uintptr_t>(older) : kUnset;
+            else
+                previous->next = older;
+        }
         // release: the edited links, for the Set that claims the chain next.
         word_.store(after, std::memory_order_release);
-        return entry == mine;
+        return entry != nullptr;
     }
 
     void OnSuspended(SuspendedTask task) noexcept override
