@@ -1,6 +1,6 @@
 // Timed waits of the multi-waiter primitives among untimed ones: a timed-out waiter unlinks
 // itself from wherever it is in the chain or list and every untimed one is still released; the
-// creator's timed wait claims its own slot back.
+// creator's timed wait claims its own slot back; a timed waiter may free a one-word event at once.
 
 #include "SyncTestSupport.h"
 
@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
 
 using namespace TC::Synchronization;
@@ -127,4 +128,61 @@ TEST_CASE("The creator of a WaitGroup and an AutoResetEvent times out and is res
     CHECK(event.Wait(60s));
     other.join();
     CHECK_FALSE(event.TryWait()); // the creator took the one signal
+}
+
+namespace
+{
+// A converted thread waits with a short random timeout on a fresh object that another thread
+// opens; the waiter frees it at once when its wait passed (the opening may still be running:
+// ASan catches any access after its claim), or after the opening when it timed out.
+template <class Primitive, class Open>
+void TimedWaiterDestroysAtOnce(Open open)
+{
+    TC::EnableTimers();
+    const int rounds = static_cast<int>(Scaled(100000));
+    std::atomic<Primitive*> current{nullptr};
+    std::atomic<int> opened{0};
+    std::thread opener(
+        [&]
+        {
+            for (int i = 0; i < rounds; ++i)
+            {
+                Primitive* primitive = nullptr;
+                while ((primitive = current.exchange(nullptr)) == nullptr)
+                    std::this_thread::yield();
+                for (int spin = 0; spin < (i % 64) * 16; ++spin)
+                    TC::detail::CpuRelax();
+                open(*primitive);
+                opened.store(i + 1);
+            }
+        });
+    std::minstd_rand random(std::random_device{}());
+    int passed = 0;
+    for (int i = 0; i < rounds; ++i)
+    {
+        auto* primitive = new Primitive(1);
+        current.store(primitive);
+        if (primitive->Wait(std::chrono::microseconds(random() % 50)))
+            ++passed;
+        else
+            while (opened.load() < i + 1)
+                std::this_thread::yield();
+        delete primitive;
+    }
+    opener.join();
+    CHECK(passed > 0);
+}
+
+// ManualResetEvent's constructor takes the initial state: a wrapper that starts it unset.
+struct UnsetEvent : ManualResetEvent
+{
+    explicit UnsetEvent(int) : ManualResetEvent(false) {}
+};
+} // namespace
+
+TEST_CASE("A timed waiter may destroy a ManualResetEvent or a Latch as soon as its Wait returns",
+          "[timed][event][lifetime]")
+{
+    TimedWaiterDestroysAtOnce<UnsetEvent>([](UnsetEvent& event) { event.Set(); });
+    TimedWaiterDestroysAtOnce<Latch>([](Latch& latch) { latch.CountDown(); });
 }
