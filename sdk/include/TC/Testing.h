@@ -1,8 +1,8 @@
 #pragma once
 // <TC/Testing.h>: the test kit for people who write their own primitives on the suspend
 // protocol. It drives a primitive from tasks, converted threads and coroutines, perturbs the
-// protocol's race points from a seed, and reports lost wake-ups, double resumes and failed
-// checks with the seed that replays them.
+// protocol's race points from a seed, and reports lost wake-ups, double resumes, waits inside
+// callbacks and failed checks with the seed that replays them.
 //
 //   TC::Testing::StressOptions options;          // 100 deterministic runs, seeds 1..100
 //   auto summary = TC::Testing::Stress(options, [](TC::Testing::Context& ctx) {
