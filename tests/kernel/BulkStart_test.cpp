@@ -26,6 +26,18 @@ using TestSupport::Scaled;
 
 namespace
 {
+#if defined(__SANITIZE_THREAD__)
+constexpr double kBuildFactor = 0.1; // each task's first switch makes a ThreadSanitizer fiber: slow
+#else
+constexpr double kBuildFactor = 1;
+#endif
+
+// A batch of about `count` tasks, fewer where tasks are slow (ThreadSanitizer).
+std::size_t Tasks(std::size_t count)
+{
+    return static_cast<std::size_t>(static_cast<double>(count) * kBuildFactor);
+}
+
 // One flag per index: every index runs exactly once.
 struct IndexRecord
 {
@@ -68,10 +80,10 @@ struct ThrowingCopy
 TEST_CASE("StartBulk from a plain thread onto two workers runs each index once; Join joins each")
 {
     Scheduler scheduler(2u);
-    IndexRecord record(2000);
-    std::vector<JoinHandle> handles =
-        scheduler.StartBulk(2000, [&record](std::size_t i) { record.ran[i].fetch_add(1); });
-    REQUIRE(handles.size() == 2000);
+    IndexRecord record(Tasks(2000));
+    std::vector<JoinHandle> handles = scheduler.StartBulk(
+        Tasks(2000), [&record](std::size_t i) { record.ran[i].fetch_add(1); });
+    REQUIRE(handles.size() == Tasks(2000));
     for (const JoinHandle& handle : handles)
         REQUIRE(handle.Joinable());
     JoinAll(handles); // a converted-thread wait
@@ -82,12 +94,12 @@ TEST_CASE("StartBulk from a plain thread onto two workers runs each index once; 
 TEST_CASE("StartBulk from a task: its tasks run beside it and it joins them")
 {
     Scheduler scheduler(2u);
-    IndexRecord record(1000);
+    IndexRecord record(Tasks(1000));
     JoinHandle parent = scheduler.Start(
         [&]
         {
             auto handles = Scheduler::Current()->StartBulk(
-                1000, [&record](std::size_t i) { record.ran[i].fetch_add(1); });
+                Tasks(1000), [&record](std::size_t i) { record.ran[i].fetch_add(1); });
             JoinAll(handles);
         });
     parent.Join();
@@ -113,7 +125,7 @@ TEST_CASE("StartBulk on one worker starts in index order, after the thread's ear
 {
     Scheduler scheduler(1u);
     std::vector<int> order; // one worker: no two tasks run at once
-    for (int round = 0; round < 50; ++round)
+    for (std::size_t round = 0; round < Tasks(50); ++round)
     {
         order.clear();
         JoinHandle first = scheduler.Start([&order] { order.push_back(-1); });
@@ -202,26 +214,27 @@ TEST_CASE("StartBulk is all or nothing: a copy of the body that throws starts no
     Scheduler scheduler(2u);
     auto copies = std::make_shared<std::atomic<int>>(0);
     auto ran = std::make_shared<std::atomic<int>>(0);
-    const ThrowingCopy body(copies, ran, 500);
-    REQUIRE_THROWS_WITH(scheduler.StartBulk(1000, body), "copy refused");
-    REQUIRE_THROWS_WITH(scheduler.StartBulkDetached(1000, body), "copy refused");
+    const int count = static_cast<int>(Tasks(1000));
+    const ThrowingCopy body(copies, ran, count / 2);
+    REQUIRE_THROWS_WITH(scheduler.StartBulk(count, body), "copy refused");
+    REQUIRE_THROWS_WITH(scheduler.StartBulkDetached(count, body), "copy refused");
     REQUIRE(scheduler.LiveTasks() == 0);
     REQUIRE(ran->load() == 0);
     REQUIRE(copies.use_count() == 2); // every copy made was destroyed
     // The scheduler goes on starting: the blocks went back.
     copies->store(-1'000'000);
-    auto handles = scheduler.StartBulk(1000, body);
+    auto handles = scheduler.StartBulk(count, body);
     JoinAll(handles);
-    REQUIRE(ran->load() == 1000);
+    REQUIRE(ran->load() == count);
 }
 
 TEST_CASE("StartBulkDetached: the tasks run unobserved; the handles' absence is the only difference")
 {
     Scheduler scheduler(2u);
-    IndexRecord record(2000);
-    std::atomic<int> left{2000};
+    IndexRecord record(Tasks(2000));
+    std::atomic<int> left{static_cast<int>(Tasks(2000))};
     TestSupport::Gate gate;
-    scheduler.StartBulkDetached(2000,
+    scheduler.StartBulkDetached(Tasks(2000),
                                 [&](std::size_t i)
                                 {
                                     record.ran[i].fetch_add(1);
@@ -265,7 +278,7 @@ TEST_CASE("StartBulk of zero tasks starts nothing; after Stop it is refused nami
 
 TEST_CASE("StartBulk stress: batches from the plain thread and from tasks, every index once")
 {
-    const long total = Scaled(1'000'000);
+    const long total = static_cast<long>(static_cast<double>(Scaled(1'000'000)) * kBuildFactor);
     constexpr std::size_t kBatch = 2000;
     const long rounds = std::max(1L, total / static_cast<long>(2 * kBatch));
     Scheduler scheduler(2u);
