@@ -3,9 +3,11 @@
 
 #include <TC/ParallelFor.h>
 #include <TC/Suspend.h>
+#include <TC/detail/SpinLock.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -179,6 +181,32 @@ struct AwaitRound final : ISuspendCallback
     }
 };
 
+// Before the caller suspends: what is left are chunks that others run, a grain each at most,
+// and a suspended caller's wake-up costs more than a short chunk. So it spins while that holds
+// nothing up (asked again every 32 pauses, as work may arrive), for about 20 us at most; true
+// when the round ended meanwhile.
+bool SpinForRound(const Round& round) noexcept
+{
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point until{};
+    for (unsigned i = 1;; ++i)
+    {
+        if (round.waiter.load(std::memory_order_acquire) == kRoundDone)
+            return true;
+        if (i % 32 == 0)
+        {
+            if (!SpinBeforeWaitHoldsNothingUp())
+                return false;
+            const Clock::time_point now = Clock::now();
+            if (until == Clock::time_point{})
+                until = now + std::chrono::microseconds(20);
+            else if (now >= until)
+                return false;
+        }
+        CpuRelax();
+    }
+}
+
 // How many helpers a round of `total` indices gets on `scheduler`.
 unsigned HelperCount(Scheduler& scheduler, std::size_t total, std::size_t grain) noexcept
 {
@@ -236,7 +264,7 @@ void RunRound(Scheduler& scheduler, std::size_t base, std::size_t total, std::si
         }
     }
     round->Participate(0);
-    if (round->waiter.load(std::memory_order_acquire) != kRoundDone)
+    if (!SpinForRound(*round))
     {
         AwaitRound await(round);
         SuspendTask(&await);
