@@ -365,6 +365,8 @@ public:
     /// - Callable like Start from a task, a converted thread or the host. All or nothing: when a
     ///   block, a copy of `body` or the enqueue throws, no task was started and it rethrows.
     /// - On a scheduler with one worker or none they start in index order.
+    /// - The batch holds all its blocks at once: past a few thousand tasks (what the pools keep),
+    ///   start slices of that size, whose tasks then reuse the blocks of those that ended.
     template <class F>
     std::vector<JoinHandle> StartBulk(std::size_t count, const F& body, TaskOptions options = {})
     {
