@@ -228,7 +228,7 @@ TEST_CASE("ParallelFor stress: rounds of varied sizes and grains from threads an
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        const std::size_t size = 1 + seed % 5000;
+        const std::size_t size = 1 + seed % 500;
         const std::size_t grain = seed >> 32 & 63;
         auto body = [&](IndexRange chunk) { ran.fetch_add(static_cast<long>(chunk.Size())); };
         if (rounds % 2 == 0)
