@@ -43,6 +43,8 @@ constexpr auto kTick = 4ms;      // fixed step: one frame every 4 ms
 constexpr auto kSlice = 500us;   // how long the host runs work before looking up again
 constexpr int kStreamEvery = 30; // a streaming request every 30 frames
 constexpr int kLongJobUnits = 8; // units of the long job per frame
+constexpr std::size_t kParticles = 100'000; // aged by a ParallelFor each frame
+constexpr std::size_t kAgents = 64;          // one job each per frame, started as one bulk
 
 int failures = 0;
 
@@ -251,6 +253,8 @@ struct Game
     TC::Synchronization::AutoResetEvent_s frameStarted; // paces the long job
     std::atomic<int> onMainByMistake{0};
     std::atomic<long> longJobUnits{0};
+    std::vector<float> particles = std::vector<float>(kParticles, 1.0f); // chunks by ParallelFor
+    std::vector<int> decisions = std::vector<int>(kAgents, -1);          // one slot per agent job
     bool OnHost() const { return ThisThreadId() == mainThread; }
 };
 
@@ -286,6 +290,43 @@ FireAndForget StreamAsset(Game& game, int id)
 }
 // [/guide:move]
 
+// [guide:parallel-for]
+// The particles age each frame: a ParallelFor over 100 000 floats on the workers. Called from the
+// frame task, it runs chunks on the main thread too, then suspends the frame task (the host goes
+// on pumping) until the last chunk ran. Chunks are not tasks: one helper task per worker runs
+// them, splitting the range as it goes.
+void AgeParticles(Game& game)
+{
+    TC::ParallelFor(game.workers, {0, game.particles.size()}, 2048,
+                    [&particles = game.particles](TC::IndexRange chunk)
+                    {
+                        for (std::size_t i = chunk.begin; i < chunk.end; ++i)
+                            particles[i] = particles[i] * 0.99f + 0.01f;
+                    },
+                    {.name = "particles", .priority = TC::Priority::High});
+}
+// [/guide:parallel-for]
+
+int Decide(std::size_t agent, int frame)
+{
+    return static_cast<int>((agent * 2654435761u + static_cast<std::size_t>(frame)) % 7);
+}
+
+// [guide:bulk-start]
+// Every agent thinks each frame: one job per agent, started as one bulk start -- their blocks
+// taken together, queued with one enqueue and one wake-up -- instead of a Start each. Each job
+// is a task as Start makes it (name, priority, hooks, its JoinHandle).
+void ThinkAgents(Game& game, int frame)
+{
+    std::vector<TC::JoinHandle> jobs = game.workers.StartBulk(
+        kAgents, [&decisions = game.decisions, frame](std::size_t agent)
+        { decisions[agent] = Decide(agent, frame); },
+        {.name = "agent", .priority = TC::Priority::High});
+    for (TC::JoinHandle& job : jobs)
+        job.Join(); // the frame task suspends while the jobs run; the host keeps pumping
+}
+// [/guide:bulk-start]
+
 // [guide:fan-out]
 // One frame, run as a High task on the host: fan the simulation out to the workers, wait for
 // it (this task suspends; the host thread goes on pumping), then apply it on the main thread.
@@ -313,6 +354,8 @@ void RunFrame(Game& game, int frame)
         std::copy(result.velocity.begin(), result.velocity.end(),
                   game.world.velocity.begin() + chunk * kChunkSize);
     }
+    AgeParticles(game);
+    ThinkAgents(game, frame);
     game.appliedFrames.push_back(frame);
 
     game.workers
@@ -493,6 +536,16 @@ int main()
         Check(game.world.position == expectedPosition && game.world.velocity == expectedVelocity,
               "the world matches a serial replay");
         Check(stacks.Stacks() > 0, "stacks come from the game's allocator");
+        float particle = 1.0f;
+        for (int frame = 0; frame < kFrames; ++frame)
+            particle = particle * 0.99f + 0.01f;
+        Check(std::all_of(game.particles.begin(), game.particles.end(),
+                          [particle](float p) { return p == particle; }),
+              "ParallelFor aged every particle once a frame");
+        bool decided = true;
+        for (std::size_t agent = 0; agent < kAgents; ++agent)
+            decided = decided && game.decisions[agent] == Decide(agent, kFrames - 1);
+        Check(decided, "every agent's bulk-started job ran in the last frame");
     }
     Check(stacks.Used() == 0 && stacks.Stacks() == 0, "every stack went back to the allocator");
     Check(profiler.threadsStarted == 2 && profiler.threadsStopped == 2,

@@ -73,6 +73,18 @@ Task* Scheduler::LaunchTask(Task* task)
     return task;
 }
 
+void Scheduler::StartBulkTasks(std::size_t count, const TaskOptions& options, const TaskBody& body,
+                               BulkConstruct construct, const void* source, JoinHandle* handles)
+{
+    if (count == 0)
+        return;
+    const std::unique_ptr<Task*[]> tasks(new Task*[count]);
+    core_->StartBulk(count, options, body, construct, source, handles == nullptr, tasks.get());
+    if (handles)
+        for (std::size_t i = 0; i < count; ++i)
+            handles[i].task_ = tasks[i];
+}
+
 void Scheduler::Submit(std::coroutine_handle<> handle)
 {
     Submit(handle, Priority::Normal);

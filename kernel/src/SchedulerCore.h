@@ -419,6 +419,19 @@ public:
 
     // ---- tasks ----
     Task* AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot);
+    // Throws std::logic_error ("<call> refused") once the scheduler is stopping.
+    void CheckStartAllowed(const char* call) const;
+    std::size_t TaskStackSize(const TaskOptions& options) const noexcept;
+    // A task in `block` (taken for `worker`, the calling thread's or nullptr), its callable's
+    // place in `slot`. Throws what taking a stack for a large callable throws; the block is
+    // then given back.
+    Task* SetUpTask(void* block, Worker* worker, std::size_t stackSize, const TaskOptions& options,
+                    const TaskBody& body, void*& slot);
+    // Scheduler::StartBulk (TaskBulk.cpp): `count` tasks allocated together, each callable made by
+    // `construct`, counted and queued with one enqueue and one wake-up; written to `tasks`.
+    // All or nothing: when anything throws, every task is freed and nothing was queued.
+    void StartBulk(std::size_t count, const TaskOptions& options, const TaskBody& body,
+                   BulkConstruct construct, const void* source, bool detached, Task** tasks);
     void FreeUnstartedTask(Task* task) noexcept;
     void Launch(Task* task); // throws what queueing throws; the task is then freed
     // Before the first switch to a task: gives it its stack and context. False when no stack
@@ -507,6 +520,13 @@ private:
     std::size_t GuardBytes() const noexcept; // of the stacks this core takes
     // `worker`: the calling thread's if it is one of ours, else nullptr.
     inline void* TakeBlock(Worker* worker);
+    // `count` blocks at once, linked through FreeTaskBlock::next: `worker`'s cache first, then
+    // the pool under one lock, then new ones. Throws std::bad_alloc, keeping none.
+    FreeTaskBlock* TakeBlocks(std::size_t count, Worker* worker);
+    // Queues StartBulk's tasks: on `worker`'s own queue when it runs one (a scheduler with one
+    // worker, or its host), else on the shared queue; then wakes up to `count` sleepers.
+    void EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t count, Priority priority);
+    void WakeUpTo(std::size_t count) noexcept;
     void* TakeBlockSlow(Worker* worker);
     inline void ReturnBlock(void* block, bool toWorker) noexcept;
     void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;

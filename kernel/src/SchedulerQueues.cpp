@@ -92,6 +92,69 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
     WakeOne();
 }
 
+namespace
+{
+// A batch's queue items, read from its tasks: each tagged with the inbox placement it queues
+// behind (0: none), as EnqueueShared tags one item.
+struct TaggedItems
+{
+    Task* const* at;
+    std::uintptr_t behind;
+    std::uintptr_t operator*() const noexcept { return reinterpret_cast<std::uintptr_t>(*at) | behind; }
+    TaggedItems& operator++() noexcept
+    {
+        ++at;
+        return *this;
+    }
+    TaggedItems operator++(int) noexcept
+    {
+        TaggedItems before = *this;
+        ++at;
+        return before;
+    }
+};
+} // namespace
+
+void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t count,
+                                Priority priority)
+{
+    if (worker && options.workerCount <= 1)
+    {
+        // Its own queue (the one worker, or the host between or inside pumps): room first, so
+        // the batch is queued whole or not at all.
+        LocalQueue& queue = worker->local[PriorityIndex(priority)];
+        queue.Reserve(queue.Size() + count);
+        for (std::size_t i = 0; i < count; ++i)
+            queue.TryPush(reinterpret_cast<std::uintptr_t>(tasks[i]));
+        return;
+    }
+    for (std::size_t i = 0; i < count; ++i)
+        TC_CHECK((reinterpret_cast<std::uintptr_t>(tasks[i]) & ~kInboxItemMask) == 0,
+                 "address above 48 bits",
+                 "a task lives above the 48-bit address range the scheduler's queues assume");
+    // Behind an item in the inbox, as EnqueueShared queues one: this thread's earlier start
+    // there still runs first (FromSharedQueue). The batch itself keeps out of the inbox.
+    std::uintptr_t behind = 0;
+    if (priority == Priority::Normal && HasWorkerThreads())
+    {
+        const std::uintptr_t word = inbox_.load(std::memory_order_relaxed);
+        if ((word & kInboxItemMask) != 0)
+            behind = word & ~kInboxItemMask;
+    }
+    auto& queue = global_[PriorityIndex(priority)];
+    const bool high = priority == Priority::High;
+    if (high)
+        sharedHigh_.value.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+    TsanRelease(&queue);
+    if (!queue.enqueue_bulk(TaggedItems{tasks, behind}, count))
+    {
+        if (high)
+            sharedHigh_.value.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeUpTo(count);
+}
+
 std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priority,
                                               std::uintptr_t item) noexcept
 {

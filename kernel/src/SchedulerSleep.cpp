@@ -70,6 +70,22 @@ void SchedulerCore::WakeOne() noexcept
     }
 }
 
+void SchedulerCore::WakeUpTo(std::size_t count) noexcept
+{
+    StoreLoadBarrier();
+    if (sleepers_.load(std::memory_order_relaxed) == 0)
+        return;
+    std::lock_guard lock(sleepLock_); // as WakeOne: the sleepers unregister under it
+    for (; count != 0 && sleepList_; --count)
+    {
+        Parker* parker = sleepList_;
+        sleepList_ = parker->next;
+        parker->listed = false;
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        parker->Wake();
+    }
+}
+
 void SchedulerCore::WakeAll() noexcept
 {
     std::lock_guard lock(sleepLock_);

@@ -41,6 +41,15 @@ public:
         return queue_.enqueue(item);
     }
 
+    // Queues `count` items from `first` (an input iterator) as one step: all or, when the queue
+    // could not grow, none (false).
+    template <class It>
+    bool enqueue_bulk(It first, std::size_t count) noexcept
+    {
+        [[maybe_unused]] const TsanScope scope;
+        return queue_.enqueue_bulk(first, count);
+    }
+
     // Takes an item; false if none was found.
     bool try_dequeue(std::uintptr_t& item) noexcept
     {

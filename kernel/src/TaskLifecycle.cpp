@@ -91,18 +91,32 @@ void DetachedTaskFailed(Task* task, const char* how) noexcept
     std::terminate();
 }
 
-Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
+void SchedulerCore::CheckStartAllowed(const char* call) const
 {
     if (stopping.load(std::memory_order_acquire))
-        throw std::logic_error("TC::Scheduler('" + options.name +
-                               "'): Start refused: the scheduler is stopping or stopped (Stop or "
+        throw std::logic_error("TC::Scheduler('" + options.name + "'): " + call +
+                               " refused: the scheduler is stopping or stopped (Stop or "
                                "~Scheduler)");
-    const std::size_t size
-        = taskOptions.stackSize ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
-                                : defaultStackSize;
+}
+
+std::size_t SchedulerCore::TaskStackSize(const TaskOptions& taskOptions) const noexcept
+{
+    return taskOptions.stackSize
+               ? RoundUp(std::max(taskOptions.stackSize, 4 * PageSize()), PageSize())
+               : defaultStackSize;
+}
+
+Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
+{
+    CheckStartAllowed("Start");
     Worker* worker = SubmittingWorker(); // nullptr: use this core's shared pool
+    return SetUpTask(TakeBlock(worker), worker, TaskStackSize(taskOptions), taskOptions, body, slot);
+}
+
+Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
+                               const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
+{
     const bool fromWorker = worker != nullptr;
-    void* block = TakeBlock(worker);
     auto* task = ::new (block) Task;
     task->blockFromWorker = fromWorker;
     task->stack.size = size;

@@ -205,6 +205,48 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
     return block;
 }
 
+FreeTaskBlock* SchedulerCore::TakeBlocks(std::size_t count, Worker* worker)
+{
+    FreeTaskBlock* list = nullptr;
+    std::size_t have = 0;
+    auto push = [&](void* memory)
+    {
+        auto* block = static_cast<FreeTaskBlock*>(memory);
+        block->next = list;
+        list = block;
+        ++have;
+    };
+    if (worker)
+        for (; have < count && worker->blockCache; --worker->blockCacheCount)
+            push(std::exchange(worker->blockCache, worker->blockCache->next));
+    if (have < count && blockPoolCount_.load(std::memory_order_relaxed) != 0)
+    {
+        std::lock_guard lock(blockLock_);
+        std::size_t taken = 0;
+        for (; have < count && blockPool_; ++taken)
+            push(std::exchange(blockPool_, blockPool_->next));
+        blockPoolCount_.store(blockPoolCount_.load(std::memory_order_relaxed) - taken,
+                              std::memory_order_relaxed);
+    }
+    try
+    {
+        while (have < count)
+        {
+            void* block = ::operator new(kTaskBlockAllocation, std::align_val_t(kTaskBlockAlign));
+            blocks.fetch_add(1, std::memory_order_relaxed);
+            RegisterBlock(registry_, block);
+            push(block);
+        }
+    }
+    catch (...)
+    {
+        while (list)
+            ReturnBlock(std::exchange(list, list->next), worker != nullptr);
+        throw;
+    }
+    return list;
+}
+
 void SchedulerCore::ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept
 {
     // A full worker cache hands the pool a batch along with this block (one lock per batch).

@@ -6,6 +6,7 @@
 #include <TC/Executor.h>
 #include <TC/StackAllocator.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/BulkStart.h>
 #include <TC/detail/Export.h>
 
 #include <coroutine>
@@ -17,6 +18,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace TC
 {
@@ -355,7 +357,44 @@ public:
     // SchedulerOptions::stackPoolBytes.
     std::size_t TrimStackPool() noexcept;
 
+    // Starts `count` tasks in one step, task i calling body(i) on its own copy of `body`: their
+    // blocks are taken together and they are queued with one enqueue and one wake-up.
+    //     auto handles = scheduler.StartBulk(2000, [&](std::size_t i) { Update(objects[i]); });
+    /// - Each task is a task as Start makes it: options (name, priority, stack size), hooks,
+    ///   DumpTasks, JoinHandle semantics, stacks taken when it first runs.
+    /// - Callable like Start from a task, a converted thread or the host. All or nothing: when a
+    ///   block, a copy of `body` or the enqueue throws, no task was started and it rethrows.
+    /// - On a scheduler with one worker or none they start in index order.
+    /// - The batch holds all its blocks at once: past a few thousand tasks (what the pools keep),
+    ///   start slices of that size, whose tasks then reuse the blocks of those that ended.
+    template <class F>
+    std::vector<JoinHandle> StartBulk(std::size_t count, const F& body, TaskOptions options = {})
+    {
+        std::vector<JoinHandle> handles(count);
+        StartBulkTasks(count, options, BulkBody<F>(), &detail::IndexedCallFor<F>::Construct, &body,
+                       handles.data());
+        return handles;
+    }
+    // StartBulk's tasks, detached: none can be joined (count them down on a WaitGroup), and one
+    // whose body throws ends the process as a detached task does.
+    template <class F>
+    void StartBulkDetached(std::size_t count, const F& body, TaskOptions options = {})
+    {
+        StartBulkTasks(count, options, BulkBody<F>(), &detail::IndexedCallFor<F>::Construct, &body,
+                       nullptr);
+    }
+
 private:
+    template <class F>
+    static const detail::TaskBody& BulkBody()
+    {
+        static_assert(std::is_invocable_v<F&, std::size_t>, "a bulk body takes the task's index");
+        static_assert(std::is_copy_constructible_v<F>, "each task of a bulk start copies the body");
+        return detail::TaskBodyFor<detail::IndexedCall<F>>::body;
+    }
+    // handles: `count` empty handles to fill, or nullptr to start them detached.
+    void StartBulkTasks(std::size_t count, const TaskOptions& options, const detail::TaskBody& body,
+                        detail::BulkConstruct construct, const void* source, JoinHandle* handles);
     friend void MoveCurrentTaskTo(Scheduler& target, Priority priority);
     detail::Task* AllocateTask(const TaskOptions& options, const detail::TaskBody& body, void*& slot);
     void FreeUnstartedTask(detail::Task* task) noexcept;
