@@ -36,7 +36,8 @@ public:
     virtual bool OnTimeout(SuspendedTask /*task*/) noexcept { return false; }
 
     // What a waiter with this callback waits on, for reports: by default this object's dynamic
-    // type; a per-wait callback returns the object it stands for. Only while suspended; no waits.
+    // type; a per-wait callback returns the object it stands for. Called only while suspended,
+    // outside the primitive's locks; must not wait.
     virtual WaitTarget WaitedOn() const noexcept { return {this, &typeid(*this), nullptr}; }
 
 protected:

@@ -167,20 +167,22 @@ private:
 ///   thread if that waits (converted-thread wait) first.
 /// - A host thread's waits run the work of every scheduler it hosts (up to four; a fifth replaces
 ///   the first), at any depth; so do Stop and ~Scheduler called there.
-/// - Work run inside such a wait must not throw out of the pump: "work threw inside a wait"
-///   ends the process, in every build. RunPending and friends rethrow it.
+/// - Work run inside such a wait must not throw out of the pump: "work threw inside a wait",
+///   naming the exception, ends the process in every build. RunPending and friends rethrow it.
 /// Submission (Start, Submit): any thread, never blocks on the work, never runs it inline. With
 /// at most one worker, each thread's submissions of one priority start in order.
 /// Stopping (Stop, or ~Scheduler, which stops first):
-/// - Waits until every task ended and every timed parked coroutine (SuspendTaskForAsync,
-///   WaitAsync(timeout), Schedule()) was resumed and ran; queued resumptions run; workers join.
+/// - Requests shutdown, then waits until every task ended and every timed parked coroutine
+///   (SuspendTaskForAsync, WaitAsync(timeout), Schedule()) was resumed and ran; queued
+///   resumptions run; workers join (~Scheduler then frees the stacks).
 /// - Meanwhile the caller pumps this scheduler if workerless and every scheduler it hosts (not
 ///   from inside a task), so schedulers stop in any order.
 /// - A task never resumed makes it wait for ever; after 5 s it prints one hang report (name,
 ///   state, what each task waits on, as TC::DumpTasks writes it) to stderr.
 /// - Start once Stop began throws std::logic_error.
 /// - Submit and MoveCurrentTaskTo are accepted and run until Stop's last look: last task ended,
-///   last timed coroutine resumed, shared queue empty or past the backlog it held at Stop.
+///   last timed coroutine resumed, shared queue empty or past the backlog it held at Stop (a
+///   fast submitter delays it by that backlog only).
 /// - After it, from outside its workers and pump, they throw std::logic_error ("Submit refused:
 ///   the scheduler is stopping or stopped") and hand nothing over; a racing call is refused or
 ///   run, never lost. Never refused: ResumeTask of its tasks, resuming its timed coroutines.

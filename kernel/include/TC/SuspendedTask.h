@@ -74,7 +74,8 @@ inline constexpr std::uintptr_t kHandleEntryMask = (std::uintptr_t{1} << kHandle
 } // namespace detail
 
 // A handle to a suspended waiter, from OnSuspended to ResumeTask: pointer-sized, trivially
-// copyable (a lock-free atomic), compares with nullptr. Each must reach ResumeTask exactly once.
+// copyable (a lock-free atomic), compares with nullptr. Made only by the kernel; each must reach
+// ResumeTask exactly once.
 /// - SuspendedTask(entry) rebuilds the handle from Entry() while the waiter is still suspended.
 /// - Checked builds fail "handle resumed twice" also for a stale handle of an earlier suspension.
 class SuspendedTask

@@ -122,7 +122,8 @@ protected:
     // Resume: one slot cannot re-enter a resume in progress.
     bool ResumeNonReentrant() noexcept { return Resume(); }
 
-    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters.
+    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters,
+    // which call WaitOutPublishers() in await_resume.
     ISuspendCallback* Callback() noexcept { return this; }
 
     // The re-check: after publication, on the suspending thread outside any task; it may run
