@@ -61,7 +61,8 @@ public:
     }
 
     // Adds a blocking participant, a Task or Thread as waiterKinds allows and the seed picks;
-    // `name` names it in reports. An exception escaping it counts as a failed check.
+    // `name` names it in reports. Kept alive until the run ends; an exception escaping it
+    // counts as a failed check.
     void Spawn(std::string name, BlockingBody body);
     // Adds a participant given both ways; it may run as a task, a thread or a coroutine.
     void Spawn(std::string name, BlockingBody body, CoroutineBody coroutine);

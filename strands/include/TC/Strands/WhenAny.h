@@ -10,8 +10,8 @@ namespace TC
 {
 // co_await WhenAny(std::move(a), std::move(b), ...) yields the index of the first child to
 // complete, or std::nullopt (empty input, or all unwound cancelled).
-/// - The winner stops the others (they must unwind on OperationCancelled); the awaiter resumes
-///   once every child finished.
+/// - The winner stops the others (they must unwind on OperationCancelled; one that returns counts
+///   as completed); the awaiter resumes once every child finished.
 /// - Cancelling the awaiting flow cancels every child; WhenAny throws OperationCancelled unless
 ///   a child completed first.
 /// - A child failing before any completion stops the others; its exception is rethrown.
