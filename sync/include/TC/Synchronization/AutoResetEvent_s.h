@@ -108,7 +108,8 @@ public:
             SuspendTask(this);
     }
 
-    // The same, but false if no Set came within the timeout (unlimited without EnableTimers).
+    // The same, but returns false if no Set came within the timeout (unlimited without
+    // EnableTimers); true when it passed.
     bool Wait(Duration timeout)
     {
         return TryWait() || SuspendTaskFor(this, timeout);

@@ -10,8 +10,8 @@ enum class SuspensionKind : std::uint8_t
 {
     // One suspended waiter at a time, kept in one atomic slot. The only kind with timeouts.
     Single,
-    // Any number of waiters on a lock-free stack, woken newest first, the creator last; no
-    // timeouts.
+    // Any number of waiters on a lock-free intrusive stack: woken newest first (LIFO), the task
+    // that constructed the object last. No timeouts.
     Multiple,
 };
 } // namespace TC::Synchronization

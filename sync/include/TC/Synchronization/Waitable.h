@@ -50,7 +50,8 @@ public:
             this->Suspend(); // Multiple: only the creator touches the object after its resume
     }
 
-    // Single only: Wait limited to `timeout` (false on timeout); no limit without EnableTimers.
+    // Single only: as Wait, but gives up after `timeout` and then returns false. Returns true
+    // when TryWait succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
     bool Wait(Duration timeout) requires(Kind == SuspensionKind::Single)
     {
         if (Self().TryWait())

@@ -16,11 +16,19 @@
 
 namespace TC::Synchronization::detail
 {
-// The word is kUnset, kSet, or the newest waiter's entry (older ones chained through `next`).
-/// - Every access of a waiter or setter is one RMW of the word and its last of the object: a
-///   waiter may destroy the event as soon as its wait returns.
-/// - A Set claims exactly the waiters suspended when it opened the event.
-/// - ManyWaiters (ManualResetEvent) has no timed wait.
+// The word is kUnset, kSet, or the address of the newest suspended waiter's SuspendedTaskEntry
+// (entries are pointer-aligned, so neither constant is a valid address); with ManyWaiters the
+// older waiters hang off that entry through its `next` link, oldest last. Every access by a
+// waiter or setter is one access of the word (an RMW; a waiter's look before it may be a load)
+// and the last of the object: nothing of the event is touched after the RMW that
+// publishes the waiter or claims the waiters. That is what lets a waiter destroy the event as
+// soon as its wait returns. It also makes a manual-reset Set claim exactly the waiters suspended
+// when it opened the event: one exchange does both, so a waiter that suspends after a later Reset
+// is never resumed by an earlier Set (a Set that stored its state and then looked for waiters
+// could wake such a waiter, which then returned from Wait while the event was closed).
+//
+// ManyWaiters (ManualResetEvent) has no timed wait: a timed-out waiter would have to unlink
+// itself from the middle of the chain.
 template <bool ManyWaiters = false>
 class OneWordEvent : private ISuspendCallback
 {
@@ -30,8 +38,11 @@ public:
 
     void Set() noexcept
     {
-        // acq_rel: opens the event and claims the waiters; release publishes our caller's writes
-        // to passing waiters, acquire reads the waiters' publications (one release sequence).
+        // acq_rel: an exchange both opens the event and claims the waiters; release publishes
+        // our caller's writes to every waiter that passes, acquire reads the waiters'
+        // publications. Its acquire also covers the older waiters' links: each publication is
+        // an RMW, so the publications form one release sequence that this exchange reads the
+        // end of.
         const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
         if (word == kUnset || word == kSet)
             return;
