@@ -155,7 +155,8 @@ Result RunForked(std::uint64_t seed, const Scenario& scenario, const StressOptio
         result = Result{};
         if (errors.find("handle resumed twice") != std::string::npos)
             result.doubleResumes = 1;
-        else if (errors.find("TC checked mode:") != std::string::npos)
+        else if (errors.find("TC checked mode:") != std::string::npos ||
+                 errors.find("TC::Testing: wait inside a callback") != std::string::npos)
             result.ruleViolations = 1;
         else
             result.crashed = true;

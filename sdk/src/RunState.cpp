@@ -77,6 +77,24 @@ struct ThreadRng
 thread_local ThreadRng threadRng;
 std::atomic<std::uint64_t> threadRngCounter{0};
 
+// The OnSuspended call running on this thread, between its two race points: a wait that
+// begins inside it reaches BeforeOnSuspended again on this thread before AfterOnSuspended.
+// Reset by the first race point of each run, so a callback of an earlier run does not count.
+struct CallbackInProgress
+{
+    std::uint64_t generation = 0;
+    const SuspendedTaskEntry* entry = nullptr; // the waiter whose OnSuspended runs, or null
+};
+thread_local CallbackInProgress callbackInProgress;
+
+CallbackInProgress& CurrentCallback() noexcept
+{
+    const std::uint64_t generation = runGeneration.load(std::memory_order_relaxed);
+    if (callbackInProgress.generation != generation)
+        callbackInProgress = CallbackInProgress{generation, nullptr};
+    return callbackInProgress;
+}
+
 Rng& StressRng(std::uint64_t seed) noexcept
 {
     const std::uint64_t generation = runGeneration.load(std::memory_order_relaxed);
@@ -347,11 +365,32 @@ void RunState::DoubleResume(const SuspendedTaskEntry& entry) noexcept
     std::abort();
 }
 
+void RunState::WaitInsideCallback(const SuspendedTaskEntry& outer,
+                                  const SuspendedTaskEntry& inner) noexcept
+{
+    std::fprintf(stderr,
+                 "TC::Testing: wait inside a callback: a wait on %s began inside the "
+                 "OnSuspended of %s, which a %s waits on; a callback must not suspend, yield or "
+                 "wait (seed %llu, replay with RunScenario(%llu, ...))\n",
+                 WaitsOn(inner).c_str(), WaitsOn(outer).c_str(), KindName(outer),
+                 static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_));
+    std::fflush(stderr);
+    std::abort();
+}
+
 void RunState::OnRacePoint(RacePoint point, SuspendedTask task) noexcept
 {
     racePoints_.fetch_add(1, std::memory_order_relaxed);
     activity_.fetch_add(1, std::memory_order_relaxed);
     SuspendedTaskEntry* entry = task.Entry();
+    CallbackInProgress& callback = CurrentCallback();
+    if (point == RacePoint::AfterOnSuspended)
+        callback.entry = nullptr;
+    // Every build, release included: a wait inside OnSuspended reaches the kernel as a second
+    // suspension on this thread before the first OnSuspended returned. Stopped here, before that
+    // wait could block the thread (in a deterministic run, the one thread that runs everybody).
+    if (point == RacePoint::BeforeOnSuspended && callback.entry)
+        WaitInsideCallback(*callback.entry, *entry);
     try
     {
         if (point == RacePoint::BeforeOnSuspended)
@@ -378,6 +417,9 @@ void RunState::OnRacePoint(RacePoint point, SuspendedTask task) noexcept
         // Out of memory while tracking: keep running, untracked.
     }
     Perturb(point);
+    // After the perturbation, which may run other participants (and their callbacks) here.
+    if (point == RacePoint::BeforeOnSuspended)
+        callback.entry = entry;
 }
 
 void RunState::Perturb(RacePoint point) noexcept

@@ -149,6 +149,8 @@ private:
                            [](const auto& item) { return item.second.timed; });
     }
     [[noreturn]] void DoubleResume(const SuspendedTaskEntry& entry) noexcept;
+    [[noreturn]] void WaitInsideCallback(const SuspendedTaskEntry& outer,
+                                         const SuspendedTaskEntry& inner) noexcept;
     void ReportStuckWaiters();
 
     friend DetachedTask DriveCoroutine(RunState& run, Scheduler& scheduler,

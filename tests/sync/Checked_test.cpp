@@ -279,6 +279,25 @@ TEST_CASE("Each primitive destroyed with a waiter suspended on it fails at once"
                 rule);
 }
 
+TEST_CASE("Each primitive destroyed with a timed waiter suspended on it fails at once")
+{
+    // Timed waiters of the multi-waiter primitives wait in a list or chain of their own.
+    const char* rule = "destroy a primitive only when nobody waits on it";
+    const auto timers = [](auto&) { EnableTimers(); };
+    const auto wait = [](auto& primitive) { (void)primitive.Wait(std::chrono::seconds(60)); };
+    RequireRule(DestroyWhileWaitedOn<AutoResetEvent>(timers, wait), rule);
+    RequireRule(DestroyWhileWaitedOn<ManualResetEvent>(timers, wait), rule);
+    RequireRule(DestroyWhileWaitedOn<WaitGroup>(
+                    [](WaitGroup& group)
+                    {
+                        EnableTimers();
+                        group.Add(1);
+                    },
+                    wait),
+                rule);
+    RequireRule(DestroyWhileWaitedOn<Latch>(timers, wait, 1), rule);
+}
+
 TEST_CASE("Diagnostics name the primitive a creator waits on, not the creator's callback")
 {
     // The creator of a Multiple object waits through a callback of its own; the registry of

@@ -14,6 +14,18 @@ extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 #define TC_INLINE_SWITCH 0
 #endif
 
+// With clang's preserve_none convention (clang 19 and later, x86-64) the plain switch is the lean
+// one: its callers save only the registers they have live, and it saves rbp and rbx. Its frames
+// differ from the full switch's, so a context saved by SwitchContext is resumed by SwitchContext
+// and one saved by SwitchContextThen by SwitchContextThen (the kernel uses the latter alone).
+#if TC_INLINE_SWITCH && defined(__x86_64__) && defined(__clang__) && __clang_major__ >= 19
+#define TC_SWITCH_PRESERVE_NONE 1
+extern "C" [[clang::preserve_none]] void* TC_SwitchContextLean(void** saveSp, void* loadSp,
+                                                               void* message) noexcept;
+#else
+#define TC_SWITCH_PRESERVE_NONE 0
+#endif
+
 // The assembly switch can also run a step on the other side before it continues there
 // (SwitchContextThen); elsewhere -- ucontext, the sanitizers' annotated switch -- the caller runs
 // that step after SwitchContext returns.
@@ -62,7 +74,11 @@ void DestroyContext(ExecutionContext& context) noexcept;
 inline void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message = nullptr,
                            bool = false) noexcept
 {
+#if TC_SWITCH_PRESERVE_NONE
+    return TC_SwitchContextLean(reinterpret_cast<void**>(&from.backend), to.backend, message);
+#else
     return TC_SwitchContext(reinterpret_cast<void**>(&from.backend), to.backend, message);
+#endif
 }
 #else
 void* SwitchContext(ExecutionContext& from, ExecutionContext& to, void* message = nullptr,

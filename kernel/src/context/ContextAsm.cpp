@@ -9,13 +9,20 @@
 
 extern "C" void* TC_SwitchContext(void** saveSp, void* loadSp, void* message);
 extern "C" void TC_ContextStart();
+#if defined(__x86_64__)
+extern "C" void TC_ContextStartLean();
+#endif
 
 namespace TC::detail
 {
 namespace
 {
 #if defined(__x86_64__)
-// Mirrors the frame Switch_x86_64_sysv.S pops: control words, r15, r14, r13, r12, rbx, rbp, rip.
+// Mirrors the frame Switch_x86_64_sysv.S's full switch pops: control words, r15, r14, r13, r12,
+// rbx, rbp, rip. Its first 32 bytes are also the lean switch's frame (control words, rbx, rbp,
+// rip), so either switch can start the context: the full one continues in TC_ContextStart with
+// the argument in r15 and the entry in r14, the lean one in TC_ContextStartLean with them in rbx
+// and rbp.
 struct InitialFrame
 {
     std::uint32_t mxcsr;
@@ -33,8 +40,9 @@ void FillInitialFrame(InitialFrame& frame, ContextEntry entry, void* argument)
     const FloatingPointControl control = ReadFloatingPointControl();
     frame.mxcsr = control.mxcsr;
     frame.x87ControlWord = control.x87ControlWord;
-    frame.r12 = reinterpret_cast<std::uint64_t>(argument);
-    frame.r13 = reinterpret_cast<std::uint64_t>(entry);
+    frame.r15 = reinterpret_cast<std::uint64_t>(argument);           // lean: rbx
+    frame.r14 = reinterpret_cast<std::uint64_t>(entry);              // lean: rbp
+    frame.r13 = reinterpret_cast<std::uint64_t>(&TC_ContextStartLean); // lean: rip
     frame.rip = reinterpret_cast<std::uint64_t>(&TC_ContextStart);
 }
 #elif defined(__aarch64__)

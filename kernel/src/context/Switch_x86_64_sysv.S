@@ -23,10 +23,28 @@
  *     [sp+8]  r15   [sp+16] r14   [sp+24] r13   [sp+32] r12
  *     [sp+40] rbx   [sp+48] rbp   [sp+56] return address
  */
-/* The part both entries share: saves the callee-saved set and the control words on the
+/* Loads the control words of the frame at rsp (the other side's), given this thread's MXCSR
+ * in eax: the x87 control word always, MXCSR's control bits only when they differ, keeping this
+ * thread's six status flags. Clobbers r9. */
+    .macro TC_LOAD_CONTROL_WORDS
+    fldcw   4(%rsp)
+    movl    (%rsp), %r9d
+    xorl    %eax, %r9d
+    testl   $0xFFFFFFC0, %r9d       /* the control bits (all but the six flags) differ? */
+    jz      1f
+    andl    $0x3F, %eax
+    movl    (%rsp), %r9d
+    andl    $0xFFFFFFC0, %r9d       /* the other side's control bits, this thread's flags */
+    orl     %eax, %r9d
+    movl    %r9d, (%rsp)
+    ldmxcsr (%rsp)
+1:
+    .endm
+
+/* The part both full entries share: saves the callee-saved set and the control words on the
  * switcher's stack, stores rsp to *rdi, moves to the stack in rsi and loads the control words
- * saved there (MXCSR's control bits only, as above). rsp then points at the other side's frame.
- * Clobbers rax and r9; rcx carries TC_SwitchContextThen's `then`. */
+ * saved there. rsp then points at the other side's frame. Clobbers rax and r9; rcx carries
+ * TC_SwitchContextThen's `then`. */
     .macro TC_SAVE_AND_SWITCH_STACKS
     pushq   %rbp
     pushq   %rbx
@@ -40,18 +58,7 @@
     movq    %rsp, (%rdi)
     movl    (%rsp), %eax            /* this thread's MXCSR: its status flags stay in force */
     movq    %rsi, %rsp
-    fldcw   4(%rsp)
-    movl    (%rsp), %r9d
-    xorl    %eax, %r9d
-    testl   $0xFFFFFFC0, %r9d       /* the control bits (all but the six flags) differ? */
-    jz      1f
-    andl    $0x3F, %eax
-    movl    (%rsp), %r9d
-    andl    $0xFFFFFFC0, %r9d       /* the other side's control bits, this thread's flags */
-    orl     %eax, %r9d
-    movl    %r9d, (%rsp)
-    ldmxcsr (%rsp)
-1:
+    TC_LOAD_CONTROL_WORDS
     .endm
 
     .text
@@ -112,19 +119,67 @@ TC_SwitchContextThen:
     .cfi_endproc
     .size   TC_SwitchContextThen, .-TC_SwitchContextThen
 
-/* First code a fresh context runs: r12 holds the argument, r13 the entry function, which never
- * returns, rax the first message. rsp is 16-byte aligned here, as the call requires. */
+/* First code a fresh context runs when a full switch starts it: r15 holds the argument, r14 the
+ * entry function, which never returns, rax the first message. rsp is 16-byte aligned here, as
+ * the call requires. ContextAsm.cpp's initial frame serves both this and the lean start. */
     .globl  TC_ContextStart
     .type   TC_ContextStart, @function
     .p2align 4
 TC_ContextStart:
     .cfi_startproc
     .cfi_undefined rip
-    movq    %r12, %rdi
+    movq    %r15, %rdi
     movq    %rax, %rsi
-    callq   *%r13
+    callq   *%r14
     ud2
     .cfi_endproc
     .size   TC_ContextStart, .-TC_ContextStart
+
+/* void* TC_SwitchContextLean(void** saveSp, void* loadSp, void* message), preserve_none
+ *   The plain switch for callers compiled with clang's preserve_none convention (Context.h),
+ *   which treat every general register but rsp, rbp and rbx as clobbered across the call and
+ *   so save only the registers they have live. Arguments arrive in r12, r13, r14. It saves rbp,
+ *   rbx and the control words:
+ *     [sp+0] MXCSR, x87 control word   [sp+8] rbx   [sp+16] rbp   [sp+24] return address
+ *   A context it saved is resumed by it alone: the full entries' frames differ. */
+    .globl  TC_SwitchContextLean
+    .type   TC_SwitchContextLean, @function
+    .p2align 4
+TC_SwitchContextLean:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%r12)
+    movl    (%rsp), %eax
+    movq    %r13, %rsp
+    TC_LOAD_CONTROL_WORDS
+    addq    $8, %rsp
+    popq    %rbx
+    popq    %rbp
+    movq    %r14, %rax              /* the message, returned on the other side */
+    popq    %r8
+    jmp     *%r8
+    .cfi_endproc
+    .size   TC_SwitchContextLean, .-TC_SwitchContextLean
+
+/* First code a fresh context runs when the lean switch starts it: rbx holds the argument, rbp the
+ * entry, rax the first message; rsp is 16-byte aligned (ContextAsm.cpp's initial frame). */
+    .globl  TC_ContextStartLean
+    .type   TC_ContextStartLean, @function
+    .p2align 4
+TC_ContextStartLean:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq    %rbx, %rdi
+    movq    %rax, %rsi
+    movq    %rbp, %rcx
+    xorl    %ebp, %ebp
+    callq   *%rcx
+    ud2
+    .cfi_endproc
+    .size   TC_ContextStartLean, .-TC_ContextStartLean
 
     .section .note.GNU-stack,"",@progbits

@@ -1,7 +1,7 @@
 #pragma once
 // <TC/Testing.h>: the test kit for primitives written on the suspend protocol: it drives one from
 // tasks, threads and coroutines, perturbs race points from a seed, and reports lost wake-ups,
-// double resumes and failed checks with the seed that replays them.
+// double resumes, waits inside callbacks and failed checks with the seed that replays them.
 //   auto summary = TC::Testing::Stress({}, [](TC::Testing::Context& ctx) { // 100 seeded runs
 //       auto& box = ctx.Make<Mailbox>();          // shared by the participants
 //       ctx.Spawn("taker", [&] { ctx.Check(box.Take() == 1, "the value"); });

@@ -18,4 +18,5 @@
 #include <TC/Synchronization/SuspendableBase.h>
 #include <TC/Synchronization/SuspensionKind.h>
 #include <TC/Synchronization/WaitGroup.h>
+#include <TC/Synchronization/WaitQueue.h>
 #include <TC/Synchronization/Waitable.h>

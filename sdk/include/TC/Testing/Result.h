@@ -26,7 +26,8 @@ struct TC_API Result
     std::size_t lostWakeups = 0;
     // Handles resumed twice (or after a timeout): 0 or 1, counted only under Isolation::Fork.
     std::size_t doubleResumes = 0;
-    // Other checked-mode rule violations that ended a forked run (the report names the rule).
+    // Other rule violations that ended a forked run (the report names the rule): checked mode's,
+    // and in every build a wait begun inside OnSuspended, which the kit stops before it blocks.
     std::size_t ruleViolations = 0;
     // Context::Check failures and exceptions that escaped a participant.
     std::size_t failedChecks = 0;

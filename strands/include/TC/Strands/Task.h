@@ -6,6 +6,7 @@
 #include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/Strands/detail/MarkedAwait.h>
 #include <TC/detail/Export.h>
 
 #include <atomic>
@@ -153,8 +154,12 @@ public:
             // Read before the handshake: once the awaiter learns that this frame finished, it
             // may continue and free the frame at any moment.
             const std::coroutine_handle<> continuation = promise.continuation_;
-            if (!continuation || !promise.FinishedSecond())
-                return std::noop_coroutine(); // a root, or the awaiter is still deciding
+            // A root; or a frame that never suspended, so this is still its start, on the
+            // awaiter's thread, which reads the same mark once the start returns: no handshake.
+            if (!continuation || !promise.suspendedOnce_)
+                return std::noop_coroutine();
+            if (!promise.FinishedSecond())
+                return std::noop_coroutine(); // the awaiter is still deciding
             // The awaiter suspended: transfer to it, on this thread (a tail call where the
             // compiler makes one; one level of stack where it does not).
             return continuation;
@@ -168,6 +173,33 @@ public:
 
     const StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
+
+    // Every co_await in the body: a Task's awaiter marks this frame itself, and only where it
+    // stays suspended, so a chain of tasks that finish during their starts marks none of them.
+    // Anything else is wrapped so that this frame is marked before the awaiter's await_suspend.
+    template <class U>
+    typename ::TC::Task<U>::Awaiter await_transform(::TC::Task<U>&& task) noexcept
+    {
+        return std::move(task).operator co_await();
+    }
+    template <class Operand>
+    auto await_transform(Operand&& operand)
+    {
+        return MarkAwait(std::forward<Operand>(operand), *this);
+    }
+
+    // Whether the body has suspended (or begun to) since it started: read by the frame's awaiter
+    // after the start, and by its final suspension.
+    bool SuspendedOnce() const noexcept { return suspendedOnce_; }
+
+    // Notes that this frame suspends (or may): written only while the frame has never suspended,
+    // which is inside its start, on the thread running the start; never written afterwards, so
+    // the threads that resume the frame later only read it.
+    void MarkSuspended() noexcept
+    {
+        if (!suspendedOnce_)
+            suspendedOnce_ = true;
+    }
 
     // Names the coroutine awaiting this frame; StartAwaited then starts it. A root task has none:
     // its final suspension returns to whoever resumed it.
@@ -194,8 +226,9 @@ public:
     // runs in constant native stack. Otherwise the frame suspended somewhere, and its final
     // suspension resumes the awaiter. Each start nests one activation on the native stack until
     // the started frame first suspends or finishes: checked mode refuses a nesting deeper than
-    // kTaskNestingLimit on one thread.
-    bool StartAwaited() noexcept;
+    // kTaskNestingLimit on one thread. `awaiting` is the awaiter's promise where it is a Task's:
+    // marked as suspended before the handshake that may leave it suspended.
+    bool StartAwaited(TaskPromiseBase* awaiting) noexcept;
 
 protected:
     void RethrowIfFailed() const
@@ -222,16 +255,25 @@ private:
     {
         return handoff_.exchange(kFinished, std::memory_order_acq_rel) == kAwaiterSuspended;
     }
-    // The awaiter's side, after the start returned: true where it must stay suspended. A frame
-    // that finished during its start is seen by the look alone, without a second exchange.
-    bool AwaiterSuspendedFirst() noexcept
+    // The awaiter's side, after a start in which the frame suspended: true where the awaiter
+    // must stay suspended. A frame that already finished is seen by the look alone. The awaiting
+    // Task is marked before the exchange, which publishes it to the thread that may resume it.
+    bool AwaiterSuspendedFirst(TaskPromiseBase* awaiting) noexcept
     {
         if (handoff_.load(std::memory_order_acquire) == kFinished)
             return false;
+        if (awaiting)
+            awaiting->MarkSuspended();
         return handoff_.exchange(kAwaiterSuspended, std::memory_order_acq_rel) != kFinished;
     }
 
     std::coroutine_handle<> continuation_;
+    // Whether the body ever suspended (or began to). A frame that did not has run from its start
+    // to its final suspension inside the start, on one thread: the start returns false on a
+    // plain read of it, and the final suspension skips the handshake. Only its first suspension
+    // writes it, before the awaiter's await_suspend publishes the frame, and that is always
+    // during the start; its awaiter reads it after the start returns, on the same thread.
+    bool suspendedOnce_ = false;
     std::atomic<Handoff> handoff_{kUndecided};
     StopToken token_;
     std::coroutine_handle<> unownedRoot_;
@@ -278,16 +320,20 @@ public:
 };
 #endif
 
-inline bool TaskPromiseBase::StartAwaited() noexcept
+inline bool TaskPromiseBase::StartAwaited(TaskPromiseBase* awaiting) noexcept
 {
     {
         [[maybe_unused]] const NestedStart nested;
         Frame().resume();
     }
+    // Never suspended: it ran to its final suspension inside the start, on this thread, and
+    // nobody else has seen it. No atomic operation on either side.
+    if (!suspendedOnce_)
+        return false;
     // Whatever the body left in this frame is read only after the handshake says it finished;
     // where it did not, the frame (and the awaiter) may already be resumed elsewhere, so nothing
     // of either is touched after the exchange.
-    return AwaiterSuspendedFirst();
+    return AwaiterSuspendedFirst(awaiting);
 }
 
 inline ChainFrame* ChainFrame::TakeAwaited() noexcept
@@ -374,7 +420,9 @@ public:
 // Stack: guides/coroutines.md, "The stack an await costs".
 /// - An await of a task that finishes without suspending costs no native stack once it is over:
 ///   the awaiting coroutine continues in its own activation, so a loop of such awaits runs in
-///   constant stack in every build, with or without tail calls.
+///   constant stack in every build, with or without tail calls, and no atomic operation.
+/// - Any awaiter can be awaited in the body, also one that can be neither moved nor copied: it is
+///   used in place, as the standard uses it (the promise's await_transform only forwards to it).
 /// - A task that suspends resumes its awaiter from its final suspension, on the thread that
 ///   finished it, exactly once, also where it finishes while the awaiter is still starting it.
 /// - Starts running nested (a body awaiting a task whose body awaits a task, none suspended yet)
@@ -425,7 +473,12 @@ public:
             // other awaiting coroutine (a DetachedTask) frees it by destroying this awaiter.
             if constexpr (std::is_base_of_v<detail::ChainFrame, AwaitingPromise>)
                 promise.SuspendedAwaiting(awaiting.promise(), frame_);
-            return promise.StartAwaited();
+            // An awaiting Task is marked as suspended only where this await really may leave it
+            // suspended (see TaskPromiseBase::await_transform).
+            if constexpr (std::is_base_of_v<detail::TaskPromiseBase, AwaitingPromise>)
+                return promise.StartAwaited(&awaiting.promise());
+            else
+                return promise.StartAwaited(nullptr);
         }
 
         T await_resume()

@@ -18,6 +18,12 @@ namespace TC::Synchronization
 // let the creator pass, and no other Set can still be running: the creator's Wait waits out
 // what the Set that resumed it still does there, and every other waiter -- task, thread or
 // coroutine -- touches nothing of the event once resumed.
+//
+// Wait(), Wait(timeout), co_await ev, co_await ev.WaitAsync(timeout): from Waitable.
+/// - Wait(timeout) returns true with the signal taken, false on timeout (no limit without
+///   EnableTimers). A signal is never lost to a timeout: a Set that reaches a timed waiter
+///   first makes its wait return true, else it goes to another waiter or stays pending.
+/// - A timed waiter counts as waiting until its Wait returned (see SuspendableBase).
 class AutoResetEvent : public Waitable<SuspensionKind::Multiple, AutoResetEvent>
 {
 public:

@@ -110,6 +110,8 @@ public:
 
     // The same, but returns false if no Set came within the timeout (unlimited without
     // EnableTimers); true when it passed.
+    /// - A Set that claims the waiter as the deadline passes makes the wait return true; one
+    ///   after the timeout took the waiter back leaves the event set: no signal is lost.
     bool Wait(Duration timeout)
     {
         return TryWait() || SuspendTaskFor(this, timeout);

@@ -19,6 +19,11 @@ namespace TC::Synchronization
 //
 // Destruction: once every participant of the last phase has returned from its ArriveAndWait;
 // the completing arrival does not touch the barrier after it resumed the others.
+//
+// No timed ArriveAndWait, as std::barrier has none: an arrival counts toward its phase, so a
+// participant that left on timeout either stays counted (the phase completes without it, and
+// its next arrival lands in the wrong phase) or is withdrawn (the others wait for an arrival
+// that is not coming). A participant that needs a deadline waits on a Latch per phase.
 class TC_API Barrier
 {
 public:

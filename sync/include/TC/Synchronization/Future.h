@@ -93,6 +93,23 @@ public:
         return state_->IsResolved();
     }
 
+    // The same as WaitFor, spelled like the other primitives' timed waits: true if the value or
+    // exception is there (still to be taken with Wait or co_await), false on timeout.
+    bool Wait(Duration timeout)
+    {
+        return WaitFor(timeout);
+    }
+
+    class WaitForAwaiter;
+    // co_await future.WaitAsync(timeout): the coroutine form of Wait(timeout); consumes nothing.
+    // The Future must outlive the co_await expression. Throws std::future_error(no_state) if
+    // !Valid().
+    WaitForAwaiter WaitAsync(Duration timeout)
+    {
+        CheckValid();
+        return WaitForAwaiter(*this, timeout);
+    }
+
     // co_await future: yields the value (or rethrows), consuming the Future. The coroutine
     // continues on the executor that was current when it suspended, or inline on the resolving
     // thread when there was none. The Future must outlive the co_await expression.
@@ -239,6 +256,37 @@ private:
     };
 
     State* state_ = nullptr;
+};
+
+template <class T>
+class [[nodiscard("co_await it")]] Future<T>::WaitForAwaiter
+{
+public:
+    WaitForAwaiter(Future & future, Duration timeout) noexcept
+        : future_(future), waiter_(*future.state_), inner_(&waiter_, timeout)
+    {
+    }
+    bool await_ready() noexcept
+    {
+        return ready_ = future_.IsReady();
+    }
+    template <class CoroutinePromise>
+    bool await_suspend(std::coroutine_handle<CoroutinePromise> handle) noexcept
+    {
+        return inner_.await_suspend(handle);
+    }
+    bool await_resume() noexcept
+    {
+        if (!ready_)
+            (void)inner_.await_resume(); // settles the timer; the word decides, as in WaitFor
+        return future_.IsReady();
+    }
+
+private:
+    Future& future_;
+    typename State::Waiter waiter_;
+    SuspendForAwaiter inner_;
+    bool ready_ = false;
 };
 
 // The producer end: supplies the value or exception of its Future, once.

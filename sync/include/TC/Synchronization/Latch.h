@@ -2,6 +2,7 @@
 // Latch: opens once it has been counted down to zero; any number of waiters pass from then on.
 
 #include <TC/Checked.h>
+#include <TC/Duration.h>
 #include <TC/Synchronization/detail/OneWordEvent.h>
 
 #include <atomic>
@@ -15,16 +16,20 @@ namespace TC::Synchronization
 //
 // Design: the count in one word, and the opening in a one-word manual-reset event
 // (detail::OneWordEvent): a CountDown is one fetch_sub, and the one that reaches zero then opens
-// the event with one exchange, which also claims every suspended waiter. A Wait is a load of the
-// event's word, plus one compare-exchange when it suspends. Ordering: every fetch_sub is acq_rel,
-// so the one that reaches zero reads the end of the chain of earlier ones and its exchange
-// (release) passes all their callers' writes on to every waiter that passes.
+// the event with one compare-exchange, which also claims every suspended waiter. A Wait is a
+// load of the event's word, plus one compare-exchange when it suspends. Ordering: every
+// fetch_sub is acq_rel, so the one that reaches zero reads the end of the chain of earlier ones
+// and its compare-exchange (release) passes all their callers' writes on to every waiter that
+// passes.
 //
 // Destruction: by any waiter as soon as its Wait returned, provided nobody counts it down or
 // starts a wait any more. Nothing touches the latch after the exchange that opens it (the waiters
 // are resumed through their own entries), and a CountDown that does not reach zero touches
 // nothing after its fetch_sub, so no CountDown can still be inside the object then. A coroutine
 // with no executor, resumed inline inside the opening CountDown, may destroy it too.
+/// - Timed waits: a timed waiter counts as waiting until its Wait returned (its timeout may be
+///   unlinking it on the timer thread while the opening resumes it), so destroy the latch only
+///   once every timed Wait on it has returned.
 class Latch
 {
 public:
@@ -58,11 +63,19 @@ public:
     // converted thread (not from a callback, not from a worker thread outside a task).
     void Wait() { opened_.Wait(); }
 
+    // As Wait, but gives up after `timeout` (no limit without EnableTimers): true if the latch
+    // opened, false on timeout. A timed-out waiter is unlinked; the count is not touched.
+    bool Wait(Duration timeout) { return opened_.Wait(timeout); }
+
     // co_await latch, co_await latch.WaitAsync(): the coroutine form; the coroutine continues
     // on the executor that was current when it suspended.
     using WaitAwaiter = detail::OneWordEvent<true>::WaitAwaiter;
     WaitAwaiter WaitAsync() noexcept { return opened_.WaitAsync(); }
     WaitAwaiter operator co_await() noexcept { return opened_.WaitAsync(); }
+
+    // co_await latch.WaitAsync(timeout): yields Wait(timeout)'s answer.
+    using WaitForAwaiter = detail::OneWordEvent<true>::WaitForAwaiter;
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept { return opened_.WaitAsync(timeout); }
 
     // A snapshot: true if a waiter was suspended at the moment of the load.
     bool IsSuspended() const noexcept { return opened_.IsSuspended(); }

@@ -83,10 +83,14 @@ public:
     void Unlock() noexcept { unlock(); }
 
     // As Lock, but gives up after `timeout` and returns false (unlimited without EnableTimers).
+    /// - True: the caller owns the mutex. A hand-off that reaches the waiter as it times out
+    ///   wins (the wait returns true): ownership is never lost to a timeout.
     bool TryLockFor(Duration timeout);
 
     // A snapshot: true while somebody owns it.
     bool IsLocked() const noexcept { return state_.load(std::memory_order_relaxed) != kFree; }
+
+    class LockForAwaiter;
 
     // co_await m.LockAsync(): resumes owning the mutex, on the executor that was current when it
     // suspended. Unlock with Unlock() as usual.
@@ -121,11 +125,42 @@ public:
             Mutex* owner_;
         };
         friend class Mutex;
+        friend class LockForAwaiter;
         Node node_;
         SuspendAwaiter inner_;
     };
 
+    // co_await m.LockAsync(timeout): yields TryLockFor's answer; owning the mutex when true.
+    class [[nodiscard("co_await it")]] LockForAwaiter
+    {
+    public:
+        LockForAwaiter(Mutex & owner, Duration timeout) noexcept
+            : owner_(owner), node_(owner), inner_(&node_, timeout)
+        {
+        }
+        bool await_ready() noexcept
+        {
+            return ready_ = owner_.TryAcquire();
+        }
+        template <class Promise>
+        bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
+        {
+            return inner_.await_suspend(handle);
+        }
+        bool await_resume() noexcept
+        {
+            return ready_ || inner_.await_resume(); // true: handed the mutex
+        }
+
+    private:
+        class Mutex& owner_;
+        LockAwaiter::Node node_;
+        SuspendForAwaiter inner_;
+        bool ready_ = false;
+    };
+
     LockAwaiter LockAsync() noexcept { return LockAwaiter(*this); }
+    LockForAwaiter LockAsync(Duration timeout) noexcept { return LockForAwaiter(*this, timeout); }
 
 private:
     friend class ConditionVariable;

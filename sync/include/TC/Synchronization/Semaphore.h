@@ -38,6 +38,8 @@ public:
 
     // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
     // without EnableTimers.
+    /// - A permit handed over as the deadline passes makes the wait return true; one that
+    ///   arrives after the timeout took the waiter back stays for the next acquire: none is lost.
     bool Acquire(Duration timeout)
     {
         return core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;

@@ -14,9 +14,12 @@
 #include <TC/Synchronization/SuspensionKind.h>
 
 #include <TC/Synchronization/detail/BusyCount.h>
+#include <TC/Synchronization/detail/SpinLock.h>
+#include <TC/Synchronization/detail/WaitNode.h>
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace TC::Synchronization
@@ -47,7 +50,7 @@ TC_API TaskHandle CreatorHandle() noexcept;
 template <SuspensionKind Kind>
 class SuspendableBase;
 
-// The Single kind: one waiter at a time in one atomic slot; the only kind with timeouts.
+// The Single kind: one waiter at a time in one atomic slot; a timeout claims it back.
 //
 // A derived primitive calls Suspend() or SuspendFor() from the waiter; the waiter is published in
 // the slot once it is off the processor, then OnPublished() runs (the re-check hook that
@@ -140,6 +143,17 @@ protected:
     // which call WaitOutPublishers() in await_resume.
     ISuspendCallback* Callback() noexcept { return this; }
 
+    // What a timed coroutine awaiter holds for its wait: here just the slot's callback.
+    class TimedWait
+    {
+    public:
+        explicit TimedWait(SuspendableBase& owner) noexcept : callback_(owner.Callback()) {}
+        ISuspendCallback* Callback() noexcept { return callback_; }
+
+    private:
+        ISuspendCallback* callback_;
+    };
+
     // The re-check: runs after the waiter was published, on the thread that suspended it,
     // outside any task. It may run after the waiter was already resumed by someone else.
     virtual void OnPublished() noexcept {}
@@ -166,13 +180,16 @@ private:
     detail::BusyCount publishing_; // a publication and re-check in flight
 };
 
-// The Multiple kind: any number of waiters on a lock-free intrusive stack, no timeouts.
+// The Multiple kind: any number of waiters on a lock-free intrusive stack, and timed waiters.
 //
 // Waiters are chained through their SuspendedTaskEntry's leading link (no allocation) and woken
 // newest first. The creator -- the task or converted thread that constructed the object; nobody
 // when it was constructed outside a task on a worker or pump, as a coroutine's is -- waits in a
 // slot of its own and is resumed last by Resume(), and by ResumeNext() only when nobody else
-// waits.
+// waits. A timed waiter that is not the creator waits on a FIFO of nodes in the waiters' frames
+// under a spin lock, since a timeout must unlink it; Resume wakes them after the stack, oldest
+// first, and ResumeNext takes one when the stack is empty. A timeout and a resume claim a waiter
+// under that lock (the creator's slot: by compare-exchange), so exactly one of them gets it.
 //
 // Lifetime, the rule every Waitable of this kind inherits (a Suspendable's waiters read the state
 // again after each resume: see Suspendable.h):
@@ -188,6 +205,9 @@ private:
 ///   resumer whose state change the creator can see before that resumer's Resume begins holds a
 ///   ResumerScope() around both.
 /// - ResumeNextUnordered holds no scope: a primitive that calls it states its own rule.
+/// - A timed waiter counts as waiting until its wait returned, even once resumed: the timer
+///   thread may be inside its timeout's claim, which reads the object. The creator may destroy
+///   the object only once no other waiter's timed wait is still running.
 /// - Anyone else destroys the object only when nobody waits on it and no call on it is running.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
@@ -208,14 +228,16 @@ protected:
     // As IsSuspended, after a seq_cst store or RMW: seq_cst loads take the fence's place.
     bool IsSuspendedAfterSeqCstChange() const noexcept
     {
-        return !waiters_.IsEmpty(std::memory_order_seq_cst) || creatorWaiter_.load() != nullptr;
+        return !waiters_.IsEmpty(std::memory_order_seq_cst) || creatorWaiter_.load() != nullptr ||
+               timedCount_.load() != 0;
     }
 
     // A hint, unordered: a waiter may be published now.
     bool MayHaveWaiter() const noexcept
     {
         return !waiters_.IsEmpty(std::memory_order_relaxed) ||
-               creatorWaiter_.load(std::memory_order_relaxed) != nullptr;
+               creatorWaiter_.load(std::memory_order_relaxed) != nullptr ||
+               timedCount_.load(std::memory_order_relaxed) != 0;
     }
 
     SuspendableBase() noexcept : creator_(detail::CreatorHandle()) {}
@@ -226,6 +248,8 @@ protected:
             detail::ReportDestroyedWithWaiter(SuspendedTask(waiter));
         if (const SuspendedTask waiter = creatorWaiter_.load(std::memory_order_relaxed)) [[unlikely]]
             detail::ReportDestroyedWithWaiter(waiter);
+        if (!timed_.IsEmpty()) [[unlikely]]
+            detail::ReportDestroyedWithWaiter(timed_.Front()->task);
 #endif
     }
 
@@ -244,6 +268,22 @@ protected:
         {
             SuspendTask(this); // from here on the object may be gone
         }
+    }
+
+    // As Suspend, but gives up after `timeout`: false if the wait timed out (the waiter was
+    // taken back), true if a resume reached it first. No limit without EnableTimers. The creator
+    // returns once the calls it must wait out have left; anyone else touches nothing after it.
+    bool SuspendFor(Duration timeout)
+    {
+        if (IsCreatorHere())
+        {
+            CreatorCallback callback(this);
+            const bool resumed = SuspendTaskFor(&callback, timeout);
+            busy_.Drain();
+            return resumed;
+        }
+        TimedWait node(*this);
+        return SuspendTaskFor(node.Callback(), timeout);
     }
 
     // For a waiter that passed without suspending (its TryWait succeeded): the creator returns
@@ -277,6 +317,7 @@ protected:
             entry = next;
             ++resumed;
         }
+        resumed += ResumeTimed(kAllTimed);
         // Taken after the others were resumed: a waiter resumed inline that starts a new round
         // still finds the creator waiting (WaitGroup's checked mode reports that).
         if (const SuspendedTask creator = TakeCreatorWaiter())
@@ -304,6 +345,8 @@ protected:
             ResumeTask(SuspendedTask(entry));
             return true;
         }
+        if (ResumeTimed(1) != 0)
+            return true;
         if (const SuspendedTask creator = TakeCreatorWaiter())
         {
             ResumeTask(creator);
@@ -333,6 +376,50 @@ protected:
     // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters.
     ISuspendCallback* Callback() noexcept { return this; }
 
+    // One timed wait of a waiter that is not the creator: a node of the timed FIFO, in the
+    // waiter's frame (a coroutine's awaiter holds one). Its callback publishes it and runs
+    // OnPublished; its timeout unlinks it unless a resume took it off first.
+    class TimedWait final : public detail::WaitNode
+    {
+    public:
+        explicit TimedWait(SuspendableBase& owner) noexcept : owner_(&owner) {}
+        ISuspendCallback* Callback() noexcept { return this; }
+
+        void OnSuspended(SuspendedTask handle) noexcept override
+        {
+            SuspendableBase* const owner = owner_; // the node may be gone once published
+            detail::BusyCount::Scope publishing(owner->busy_); // ends with the last access
+            task = handle;
+            {
+                const std::lock_guard<detail::SpinLock> guard(owner->timedLock_);
+                owner->timed_.PushBack(this);
+                owner->timedCount_.fetch_add(1); // seq_cst, as the resumers' peeks
+            }
+            // As the stack's push: a full store-load barrier against the resumer's state change.
+            TC::detail::SeqCstFence();
+            owner->OnPublished();
+        }
+
+        bool OnTimeout(SuspendedTask) noexcept override
+        {
+            const std::lock_guard<detail::SpinLock> guard(owner_->timedLock_);
+            if (!linked)
+                return false; // a resume took it off and resumes it
+            owner_->timed_.Remove(this);
+            owner_->timedCount_.fetch_sub(1);
+            return true;
+        }
+
+        WaitTarget WaitedOn() const noexcept override
+        {
+            const ISuspendCallback* owner = owner_;
+            return {owner_, &typeid(*owner), nullptr};
+        }
+
+    private:
+        SuspendableBase* owner_;
+    };
+
     // The re-check: runs after the waiter was published, on the thread that suspended it,
     // outside any task. It may run after the waiter was already resumed by someone else.
     virtual void OnPublished() noexcept {}
@@ -354,6 +441,13 @@ private:
             TC_CHECK(previous == nullptr, "a handle reaches ResumeTask exactly once",
                      "the creator of a Multiple object suspended on it twice");
             owner->OnPublished();
+        }
+
+        // The creator's timed wait: claims the slot back unless a resume took it first.
+        bool OnTimeout(SuspendedTask task) noexcept override
+        {
+            SuspendedTask expected = task;
+            return owner_->creatorWaiter_.compare_exchange_strong(expected, nullptr);
         }
 
         // The creator waits on the object, not on this slot.
@@ -378,6 +472,33 @@ private:
         return creatorWaiter_.exchange(nullptr);
     }
 
+    static constexpr std::size_t kAllTimed = ~std::size_t{0};
+
+    // Resumes up to `most` timed waiters, oldest first; returns how many. A relaxed peek first:
+    // callers ordered it after their state change (Resume's fence), or handle a miss themselves.
+    std::size_t ResumeTimed(std::size_t most) noexcept
+    {
+        if (timedCount_.load(std::memory_order_relaxed) == 0)
+            return 0;
+        detail::WaitNode* served = nullptr;
+        detail::WaitNode** tail = &served;
+        std::size_t count = 0;
+        {
+            const std::lock_guard<detail::SpinLock> guard(timedLock_);
+            while (count < most && !timed_.IsEmpty())
+            {
+                detail::WaitNode* const node = timed_.PopFront();
+                *tail = node;
+                tail = &node->next;
+                ++count;
+            }
+            timedCount_.fetch_sub(static_cast<std::uint32_t>(count));
+        }
+        *tail = nullptr;
+        detail::ResumeChain(served, 1); // outside the lock: a resume may run a coroutine inline
+        return count;
+    }
+
     void OnSuspended(SuspendedTask task) noexcept final
     {
         // Release push + fence + seq_cst re-check: a store-load barrier against the resumer.
@@ -390,6 +511,9 @@ private:
     ConcurrentStack<SuspendedTaskEntry> waiters_;
     std::atomic<SuspendedTask> creatorWaiter_{nullptr};
     std::atomic<std::uint32_t> resumeRequests_{0};
+    detail::SpinLock timedLock_;                 // guards timed_
+    detail::WaitList timed_;                     // timed waiters other than the creator, FIFO
+    std::atomic<std::uint32_t> timedCount_{0};   // timed_'s length, for lock-free peeks
     detail::BusyCount busy_; // calls in flight that the creator's wait waits out
     TaskHandle creator_;
 };

@@ -28,6 +28,11 @@ namespace TC::Synchronization
 // other waiter -- task, thread or coroutine -- touches nothing of it once resumed. By anyone else
 // only when nobody waits on it and no Add/Done is running (a coroutine that owns one it waits on,
 // which is never its creator, uses a Latch instead: any waiter may destroy that).
+//
+// Wait(), Wait(timeout), co_await wg, co_await wg.WaitAsync(timeout): from Waitable.
+/// - Wait(timeout) returns true once the count was zero, false on timeout (no limit without
+///   EnableTimers); the count is not touched either way.
+/// - A timed waiter counts as waiting until its Wait returned (see SuspendableBase).
 class WaitGroup : public Waitable<SuspensionKind::Multiple, WaitGroup>
 {
 public:

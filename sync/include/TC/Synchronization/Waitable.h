@@ -50,16 +50,16 @@ public:
             this->Suspend(); // Multiple: only the creator touches the object after its resume
     }
 
-    // Single only: as Wait, but gives up after `timeout` and then returns false. Returns true
-    // when TryWait succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
-    bool Wait(Duration timeout) requires(Kind == SuspensionKind::Single)
+    // As Wait, but gives up after `timeout` and then returns false. Returns true when TryWait
+    // succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
+    bool Wait(Duration timeout)
     {
         if (Self().TryWait())
         {
-            this->WaitOutPublishers();
+            PassedWithoutSuspending();
             return true;
         }
-        return this->SuspendFor(timeout); // waits out the re-check on both outcomes
+        return this->SuspendFor(timeout); // waits out what Wait does, on both outcomes
     }
 
     // co_await x.WaitAsync() (or co_await x): continues on the executor current at suspension;
@@ -89,12 +89,12 @@ public:
         SuspendAwaiter inner_;
     };
 
-    // co_await x.WaitAsync(timeout): yields false if it timed out. Single only.
+    // co_await x.WaitAsync(timeout): yields false if it timed out.
     class [[nodiscard("co_await it")]] WaitForAwaiter
     {
     public:
         WaitForAwaiter(Waitable & owner, Duration timeout) noexcept
-            : owner_(owner), inner_(owner.Callback(), timeout)
+            : owner_(owner), wait_(owner), inner_(wait_.Callback(), timeout)
         {
         }
         bool await_ready()
@@ -110,18 +110,22 @@ public:
         bool await_resume()
         {
             const bool passed = ready_ || inner_.await_resume();
-            owner_.WaitOutPublishers(); // a timed-out waiter may destroy the object too
+            // Single: a timed-out waiter may destroy the object too. Multiple: a coroutine is
+            // never the creator, and touches nothing of the object once it passed.
+            if constexpr (Kind == SuspensionKind::Single)
+                owner_.WaitOutPublishers();
             return passed;
         }
 
     private:
         Waitable& owner_;
+        typename SuspendableBase<Kind>::TimedWait wait_; // what the timed wait publishes
         SuspendForAwaiter inner_;
         bool ready_ = false;
     };
 
     WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this); }
-    WaitForAwaiter WaitAsync(Duration timeout) noexcept requires(Kind == SuspensionKind::Single)
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept
     {
         return WaitForAwaiter(*this, timeout);
     }

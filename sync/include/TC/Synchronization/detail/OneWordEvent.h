@@ -9,6 +9,7 @@
 #include <TC/SuspendedTask.h>
 #include <TC/Synchronization/SuspendableBase.h>
 #include <TC/Synchronization/detail/EventAwaiters.h>
+#include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/WaiterWord.h>
 
 #include <atomic>
@@ -27,8 +28,11 @@ namespace TC::Synchronization::detail
 // is never resumed by an earlier Set (a Set that stored its state and then looked for waiters
 // could wake such a waiter, which then returned from Wait while the event was closed).
 //
-// ManyWaiters (ManualResetEvent) has no timed wait: a timed-out waiter would have to unlink
-// itself from the middle of the chain.
+// Timed waits: with ManyWaiters a timed-out waiter unlinks its entry from the chain. It sets
+// kLocked in the word (only while the word holds waiters), walks the chain and stores the word
+// back without its entry; Set and publishing waiters spin while kLocked is set, so a chain is
+// edited by one thread at a time and a Set claims it whole, before or after the unlink. Without
+// ManyWaiters the one waiter's claim is a compare-exchange (WaiterWord.h).
 template <bool ManyWaiters = false>
 class OneWordEvent : private ISuspendCallback
 {
@@ -42,8 +46,13 @@ public:
         // our caller's writes to every waiter that passes, acquire reads the waiters'
         // publications. Its acquire also covers the older waiters' links: each publication is
         // an RMW, so the publications form one release sequence that this exchange reads the
-        // end of.
-        const std::uintptr_t word = word_.exchange(kSet, std::memory_order_acq_rel);
+        // end of. ManyWaiters: the same as a compare-exchange that waits out an unlinking
+        // timeout (whose release store the chain it leaves comes with).
+        std::uintptr_t word = 0;
+        if constexpr (ManyWaiters)
+            word = SwapUnlocked(kSet, std::memory_order_acq_rel);
+        else
+            word = word_.exchange(kSet, std::memory_order_acq_rel);
         if (word == kUnset || word == kSet)
             return;
         SuspendedTaskEntry* entry = EntryOf(word);
@@ -84,16 +93,13 @@ public:
             SuspendTask(this);
     }
 
-    bool Wait(Duration timeout) requires(!ManyWaiters)
-    {
-        return TryWait() || SuspendTaskFor(this, timeout);
-    }
+    bool Wait(Duration timeout) { return TryWait() || SuspendTaskFor(this, timeout); }
 
     // The coroutine forms; the derived events' headers say how they wake.
     using WaitAwaiter = EventWaitAwaiter<OneWordEvent>;
     using WaitForAwaiter = EventWaitForAwaiter<OneWordEvent>;
     WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this, *this); }
-    WaitForAwaiter WaitAsync(Duration timeout) noexcept requires(!ManyWaiters)
+    WaitForAwaiter WaitAsync(Duration timeout) noexcept
     {
         return WaitForAwaiter(*this, *this, timeout);
     }
@@ -108,19 +114,83 @@ protected:
         // acquire, as IsSuspended: the destroying thread synchronizes with the last Set.
         const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (word != kSet && word != kUnset) [[unlikely]]
-            ReportDestroyedWithWaiter(WaiterOf(word));
+            ReportDestroyedWithWaiter(WaiterOf(word & ~kLocked));
 #endif
     }
 
 private:
     static constexpr std::uintptr_t kUnset = 0;
     static constexpr std::uintptr_t kSet = 1;
+    // ManyWaiters: or-ed into a word that holds waiters while a timeout unlinks its entry.
+    static constexpr std::uintptr_t kLocked = 2;
+    static_assert(alignof(SuspendedTaskEntry) > kLocked, "entries leave the low bits free");
+
+    // ManyWaiters: swaps in `desired` once no timeout holds the chain; returns the word before.
+    std::uintptr_t SwapUnlocked(std::uintptr_t desired, std::memory_order order) noexcept
+    {
+        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        for (unsigned spins = 0;;)
+        {
+            if (word & kLocked)
+            {
+                SpinPause(spins);
+                word = word_.load(std::memory_order_relaxed);
+            }
+            else if (word_.compare_exchange_weak(word, desired, order, std::memory_order_relaxed))
+            {
+                return word;
+            }
+        }
+    }
+
+    // ManyWaiters: OnTimeout's claim. Unlinks `task` if the chain still holds it; false if a
+    // Set claimed it first (the chain is then another one, or none).
+    bool UnlinkForTimeout(SuspendedTask task) noexcept
+    {
+        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        for (unsigned spins = 0;;)
+        {
+            if (word == kUnset || word == kSet)
+                return false;
+            if (word & kLocked)
+            {
+                SpinPause(spins);
+                word = word_.load(std::memory_order_relaxed);
+                continue;
+            }
+            // acquire: the links of the chain, as the publications' release wrote them.
+            if (word_.compare_exchange_weak(word, word | kLocked, std::memory_order_acquire,
+                                            std::memory_order_relaxed))
+                break;
+        }
+        // Only we change the word or a link of this chain until the store below.
+        SuspendedTaskEntry* const mine = task.Entry();
+        SuspendedTaskEntry* previous = nullptr;
+        SuspendedTaskEntry* entry = EntryOf(word);
+        while (entry != nullptr && entry != mine)
+        {
+            previous = entry;
+            entry = entry->next;
+        }
+        std::uintptr_t after = word;
+        if (entry != nullptr) // found: entry is ours
+        {
+            SuspendedTaskEntry* const older = entry->next;
+            if (previous == nullptr)
+                after = older != nullptr ? reinterpret_cast<std::uintptr_t>(older) : kUnset;
+            else
+                previous->next = older;
+        }
+        // release: the edited links, for the Set that claims the chain next.
+        word_.store(after, std::memory_order_release);
+        return entry != nullptr;
+    }
 
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const std::uintptr_t self = WordOf(task);
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
-        for (;;)
+        for (unsigned spins = 0;;)
         {
             if (word == kSet)
             {
@@ -128,7 +198,15 @@ private:
                 return;
             }
             if constexpr (ManyWaiters)
+            {
+                if (word & kLocked) // a timeout is unlinking an entry: wait for the chain
+                {
+                    SpinPause(spins);
+                    word = word_.load(std::memory_order_relaxed);
+                    continue;
+                }
                 task.Entry()->next = word == kUnset ? nullptr : EntryOf(word);
+            }
             else
                 TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
                          "a second waiter suspended on a ManualResetEvent_s");
@@ -143,7 +221,7 @@ private:
     {
         if constexpr (ManyWaiters)
         {
-            return false; // unreachable: no timed wait (the callback's default answer)
+            return UnlinkForTimeout(task); // against a Set's claim of the whole chain
         }
         else
         {

@@ -1,0 +1,111 @@
+#pragma once
+// detail::MarkedAwait: what a Task body's co_await becomes (its promise's await_transform). It
+// forwards every call to the awaiter the standard would have used and, before that awaiter's
+// await_suspend runs, marks the promise as having suspended once (see TaskPromiseBase).
+
+#include <concepts>
+#include <coroutine>
+#include <type_traits>
+#include <utility>
+
+namespace TC::detail
+{
+// An operand with a member operator co_await, called as the standard calls it.
+template <class A>
+concept HasMemberCoAwait = requires(A&& a) { std::forward<A>(a).operator co_await(); };
+
+// An operand with a non-member operator co_await (found by argument-dependent lookup).
+template <class A>
+concept HasFreeCoAwait = requires(A&& a) { operator co_await(std::forward<A>(a)); };
+
+// The awaiter the standard would take from the operand `A` (a reference type): what its operator
+// co_await returns (a prvalue, held by value), or the operand itself (held by reference, the
+// object the standard would use in place).
+template <class A>
+struct AwaiterOfOperand
+{
+    using Type = A;
+};
+template <class A>
+    requires HasMemberCoAwait<A>
+struct AwaiterOfOperand<A>
+{
+    using Type = decltype(std::declval<A>().operator co_await());
+};
+template <class A>
+    requires(!HasMemberCoAwait<A> && HasFreeCoAwait<A>)
+struct AwaiterOfOperand<A>
+{
+    using Type = decltype(operator co_await(std::declval<A>()));
+};
+
+// The promise side: a flag written at most once, by the coroutine that owns it.
+template <class Flag>
+concept SuspensionMark = requires(Flag& flag) { flag.MarkSuspended(); };
+
+// Holds the awaiter (constructed in place, so one that cannot be moved or copied works) and the
+// promise to mark. Returned as a prvalue from await_transform, so it lives in the frame across
+// the suspension like any awaiter.
+template <class Inner, class Promise>
+class MarkedAwait
+{
+public:
+    template <class Make>
+    MarkedAwait(Make&& make, Promise& promise) noexcept(noexcept(make()))
+        : inner_(std::forward<Make>(make)()), promise_(promise)
+    {
+    }
+    MarkedAwait(const MarkedAwait&) = delete;
+    MarkedAwait& operator=(const MarkedAwait&) = delete;
+
+    decltype(auto) await_ready() noexcept(noexcept(std::declval<Inner&>().await_ready()))
+    {
+        return inner_.await_ready();
+    }
+
+    // Marks first: once the inner await_suspend publishes the handle, another thread may resume
+    // and finish the coroutine, and that path reads the mark.
+    template <class Handle>
+    decltype(auto) await_suspend(Handle awaiting) noexcept(
+        noexcept(std::declval<Inner&>().await_suspend(awaiting)))
+    {
+        promise_.MarkSuspended();
+        return inner_.await_suspend(awaiting);
+    }
+
+    decltype(auto) await_resume() noexcept(noexcept(std::declval<Inner&>().await_resume()))
+    {
+        return inner_.await_resume();
+    }
+
+private:
+    Inner inner_;
+    Promise& promise_;
+};
+
+// Wraps the operand of a co_await in a body whose promise is `promise`, finding its awaiter as
+// the standard does: member operator co_await, else a non-member one, else the operand itself.
+template <class A, SuspensionMark Promise>
+auto MarkAwait(A&& operand, Promise& promise)
+{
+    using Inner = typename AwaiterOfOperand<A&&>::Type;
+    static_assert(
+        requires(std::remove_reference_t<Inner>& inner) {
+            inner.await_ready();
+            inner.await_resume();
+        },
+        "co_await in a Task needs an awaiter (await_ready, await_suspend, await_resume) or an "
+        "awaitable whose operator co_await returns one");
+    return MarkedAwait<Inner, Promise>(
+        [&]() -> Inner
+        {
+            if constexpr (HasMemberCoAwait<A&&>)
+                return std::forward<A>(operand).operator co_await();
+            else if constexpr (HasFreeCoAwait<A&&>)
+                return operator co_await(std::forward<A>(operand));
+            else
+                return std::forward<A>(operand);
+        },
+        promise);
+}
+} // namespace TC::detail

@@ -1,0 +1,150 @@
+// WaitQueue waits allocate nothing: global operator new is replaced in this binary and counted
+// while a task, a converted thread and a coroutine wait on a WaitQueue (untimed, timed, with a
+// stop token) and are resumed or handed a value, after a warm-up round.
+
+#include "SyncTestSupport.h"
+
+#include <TC/Synchronization/AutoResetEvent_s.h>
+#include <TC/Synchronization/WaitQueue.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <stop_token>
+#include <thread>
+
+#include "support/MallocDeletes.h"
+
+namespace
+{
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+
+void* Allocate(std::size_t size, std::size_t alignment)
+{
+    if (counting.load(std::memory_order_relaxed))
+        allocations.fetch_add(1, std::memory_order_relaxed);
+    size = size == 0 ? 1 : size;
+    void* p = alignment > alignof(std::max_align_t)
+                  ? std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)
+                  : std::malloc(size);
+    if (!p)
+        throw std::bad_alloc();
+    return p;
+}
+} // namespace
+
+// Every form is replaced (ASan's own would pair with free as a mismatch); every delete frees
+// with std::free (support/MallocDeletes.h).
+void* operator new(std::size_t size)
+{
+    return Allocate(size, 0);
+}
+void* operator new[](std::size_t size)
+{
+    return Allocate(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t a)
+{
+    return Allocate(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a)
+{
+    return Allocate(size, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return Allocate(size, 0);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept
+{
+    return operator new(size, tag);
+}
+
+using namespace TC::Synchronization;
+using namespace TC::SyncTests;
+
+namespace
+{
+constexpr int kWarmUp = 50;
+constexpr int kRounds = 300;
+
+// The waiter (started by `start`) waits kWarmUp + kRounds times on `queue`, acknowledging each
+// pass on `ack`; this thread resumes it (alternately ResumeOne and a HandOff) once it is queued.
+// Counts the allocations of the last kRounds rounds, both sides.
+template <class Start>
+long CountSteadyState(WaitQueue& queue, Start start)
+{
+    AutoResetEvent_s ack;
+    std::atomic<bool> done{false};
+    start(ack, done, kWarmUp + kRounds);
+    auto round = [&](int i)
+    {
+        while (!(i % 2 ? queue.ResumeOne() : queue.HandOff([](void*) noexcept {})))
+            std::this_thread::yield();
+        ack.Wait();
+    };
+    for (int i = 0; i < kWarmUp; ++i)
+        round(i);
+    allocations = 0;
+    counting = true;
+    for (int i = 0; i < kRounds; ++i)
+        round(i);
+    counting = false;
+    Eventually([&] { return done.load(); });
+    return allocations.load();
+}
+
+constexpr auto kAlways = []() noexcept { return true; };
+
+Fire CoroutineLoop(TC::Scheduler& scheduler, WaitQueue& queue, TC::Duration timeout,
+                   std::stop_token stop, AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+{
+    co_await scheduler.Schedule();
+    for (int i = 0; i < n; ++i)
+    {
+        (void)co_await queue.WaitAsync(kAlways, timeout, stop);
+        ack.Set();
+    }
+    done = true;
+}
+} // namespace
+
+TEST_CASE("WaitQueue: waiting and resuming allocate nothing in steady state", "[allocation]")
+{
+    TC::EnableTimers();
+    TC::Scheduler scheduler(1u);
+    std::stop_source source; // never stopped: the waits register and drop its callback
+    for (TC::Duration timeout : {TC::Duration::Infinite(), TC::Duration(std::chrono::seconds(10))})
+    {
+        INFO("timed: " << !timeout.IsInfinite());
+        WaitQueue queue;
+        auto loop = [&](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+        {
+            for (int i = 0; i < n; ++i)
+            {
+                (void)queue.Wait(kAlways, timeout, source.get_token());
+                ack.Set();
+            }
+            done = true;
+        };
+        CHECK(CountSteadyState(queue, [&](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+                               { scheduler.Start([&, n] { loop(ack, done, n); }).Detach(); }) == 0);
+        std::thread thread;
+        CHECK(CountSteadyState(queue, [&](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+                               { thread = std::thread([&, n] { loop(ack, done, n); }); }) == 0);
+        thread.join();
+        CHECK(CountSteadyState(queue, [&](AutoResetEvent_s& ack, std::atomic<bool>& done, int n)
+                               { CoroutineLoop(scheduler, queue, timeout, source.get_token(), ack,
+                                               done, n); }) == 0);
+    }
+}
