@@ -58,7 +58,8 @@ struct SuspendedTaskEntry
     SuspendedTaskEntry* hangPrev_ = nullptr;
     SuspendedTaskEntry* hangNext_ = nullptr;
     std::int64_t suspendedAt_ = 0;
-    // What it waits on (ISuspendCallback::WaitedOn), taken at suspension.
+    // What it waits on (ISuspendCallback::WaitedOn), taken at suspension: the std::type_info,
+    // the object and the name the primitive gives (or nullptr).
     const void* callbackType_ = nullptr;
     const void* waitedOn_ = nullptr;
     const char* waitedOnName_ = nullptr;

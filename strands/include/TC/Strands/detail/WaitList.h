@@ -15,8 +15,10 @@ namespace TC::detail
 class WaitList
 {
 public:
-    // Returns once pred() holds under `lock` (held on entry and return). Tasks and converted
-    // threads suspend (a host keeps pumping); a scheduler thread outside a task yields in a loop.
+    // Returns once pred() holds, re-checked under `lock` (held on entry and on return). A
+    // stackful task or a converted thread waits through SuspendTask (a host thread keeps
+    // pumping its scheduler meanwhile); a scheduler thread outside any task cannot, so it
+    // yields in a loop -- what it waits for runs on another thread and ends within one task.
     template <class Lock, class Pred>
     void WaitUntil(std::unique_lock<Lock>& lock, Pred pred)
     {
