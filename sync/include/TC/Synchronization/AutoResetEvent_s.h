@@ -108,10 +108,8 @@ public:
             SuspendTask(this);
     }
 
-    // The same, but returns false if no Set came within the timeout (unlimited without
-    // EnableTimers); true when it passed.
-    /// - A Set that claims the waiter as the deadline passes makes the wait return true; one
-    ///   after the timeout took the waiter back leaves the event set: no signal is lost.
+    // The same, but false if no Set came within the timeout (unlimited without EnableTimers). A
+    // Set racing the deadline either ends the wait true or leaves the event set: none is lost.
     bool Wait(Duration timeout)
     {
         return TryWait() || SuspendTaskFor(this, timeout);

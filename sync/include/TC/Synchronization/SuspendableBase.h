@@ -51,25 +51,12 @@ template <SuspensionKind Kind>
 class SuspendableBase;
 
 // The Single kind: one waiter at a time in one atomic slot; a timeout claims it back.
-//
-// A derived primitive calls Suspend() or SuspendFor() from the waiter; the waiter is published in
-// the slot once it is off the processor, then OnPublished() runs (the re-check hook that
-// Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
-// reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
-// with the same exchange. Destroy the object only when no waiter is suspended on it and no
-// Resume of it is still running; the waiter may destroy it as soon as its wait returned. A timed
-// waiter (SuspendFor) counts as waiting until its wait returned, even once a Resume claimed it:
-// the timer thread may have begun its OnTimeout, which reads the slot, just before that Resume,
-// and the wait returns only after OnTimeout has (so the waiter itself may destroy it then).
-//
-// Re-check in flight: the re-check reads the object after the waiter was published, so a waiter
-// that a Resume reached meanwhile could return from its wait while the re-check still runs on the
-// thread it left. The publication is therefore
-// counted (one RMW before it, a release decrement after the re-check, its last access), and
-// Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
-// Callback() calls WaitOutPublishers() in await_resume. The _s events (AutoResetEvent_s,
-// ManualResetEvent_s) avoid the two RMWs by keeping the setters' state and the waiter in one
-// word.
+/// - The waiter is published once off the processor, then OnPublished() (the re-check) runs.
+/// - Resume() and a timeout claim the slot with one exchange: each handle reaches ResumeTask
+///   exactly once.
+/// - Destroy it only with no waiter suspended and no Resume running; the waiter may destroy it
+///   as soon as its wait returned (a timed wait returns only after a racing OnTimeout).
+/// - Suspend/SuspendFor return only once no publication or re-check is in flight.
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
 {
@@ -181,34 +168,18 @@ private:
 };
 
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, and timed waiters.
-//
-// Waiters are chained through their SuspendedTaskEntry's leading link (no allocation) and woken
-// newest first. The creator -- the task or converted thread that constructed the object; nobody
-// when it was constructed outside a task on a worker or pump, as a coroutine's is -- waits in a
-// slot of its own and is resumed last by Resume(), and by ResumeNext() only when nobody else
-// waits. A timed waiter that is not the creator waits on a FIFO of nodes in the waiters' frames
-// under a spin lock, since a timeout must unlink it; Resume wakes them after the stack, oldest
-// first, and ResumeNext takes one when the stack is empty. A timeout and a resume claim a waiter
-// under that lock (the creator's slot: by compare-exchange), so exactly one of them gets it.
-//
-// Lifetime, the rule every Waitable of this kind inherits (a Suspendable's waiters read the state
-// again after each resume: see Suspendable.h):
-/// - A waiter that is not the creator (a task, converted thread or coroutine) never touches the
-///   object once a resumer has handed it to ResumeTask: its wait returns without another look.
-/// - The creator's wait -- suspended, or passed at once and then WaitOutCallsIfCreator(), as
-///   Waitable's Wait does -- returns only after every call that entered the object before the
-///   creator passed has left it: each Resume, ResumeNext and ResumeNonReentrant, each
-///   ResumerScope, and each waiter's publication and re-check (OnPublished, which may call
-///   Resume). So the creator may destroy the object as soon as its
-///   own wait returns, provided no call on it begins later: every other waiter was suspended on
-///   it (or its wait had returned) before the state change that let the creator pass, and a
-///   resumer whose state change the creator can see before that resumer's Resume begins holds a
-///   ResumerScope() around both.
-/// - ResumeNextUnordered holds no scope: a primitive that calls it states its own rule.
-/// - A timed waiter counts as waiting until its wait returned, even once resumed: the timer
-///   thread may be inside its timeout's claim, which reads the object. The creator may destroy
-///   the object only once no other waiter's timed wait is still running.
-/// - Anyone else destroys the object only when nobody waits on it and no call on it is running.
+/// - Waiters chain through their SuspendedTaskEntry (no allocation), woken newest first; timed
+///   non-creator waiters wait on a locked FIFO of nodes in their frames, woken after the stack,
+///   oldest first (ResumeNext: when the stack is empty). Timeout and resume: exactly one wins.
+/// - The creator (task or converted thread that constructed it) waits in its own slot,
+///   resumed last by Resume() and by ResumeNext() only when nobody else waits.
+/// - A waiter other than the creator never touches the object once handed to ResumeTask.
+/// - The creator's wait (suspended, or passed then WaitOutCallsIfCreator) returns only after
+///   every call that entered before it passed left (Resume*, ResumerScope, publication and
+///   re-check): it may destroy the object then, if no call begins later and no other waiter's
+///   timed wait is still running (the timer may be inside its claim).
+/// - ResumeNextUnordered holds no scope: a primitive calling it states its own rule.
+/// - Anyone else destroys it only when nobody waits and no call on it runs.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
 {

@@ -50,8 +50,7 @@ public:
             this->Suspend(); // Multiple: only the creator touches the object after its resume
     }
 
-    // As Wait, but gives up after `timeout` and then returns false. Returns true when TryWait
-    // succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
+    // Wait limited to `timeout`: false if it timed out; no limit without EnableTimers.
     bool Wait(Duration timeout)
     {
         if (Self().TryWait())
