@@ -4,6 +4,7 @@
 #include "SchedulerInternals.h"
 
 #include "Diagnostics.h"
+#include "HostedSchedulers.h"
 
 #include <chrono>
 #include <cstdio>

@@ -5,6 +5,7 @@
 
 #include "Diagnostics.h"
 #include "Futex.h"
+#include "HostedSchedulers.h"
 #include "Parker.h"
 #include "Resume.h"
 #include "SchedulerCore.h"

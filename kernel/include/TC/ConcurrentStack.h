@@ -7,22 +7,11 @@
 
 namespace TC
 {
-// Chains nodes through their `T* next` member without allocating (T is typically
-// SuspendedTaskEntry, whose leading `next` the primitive owns between OnSuspended and
-// ResumeTask). Any thread may push and pop.
-//
-// Design: Push is one compare-exchange and never waits. Removals (Pop, PopAll) hold a one-bit
-// remover flag kept in the low bit of the head word, so at most one thread removes at a time.
-// That is what makes the stack ABA-safe without a tag or depth counter: the only thread that can
-// take the top node away is the one reading `top->next`, so a node is never read after another
-// thread removed it and its owner (a task that returned, a thread that exited) freed it. It also
-// means there is no limit on the number of nodes (the seed's 65535 came from a 16-bit depth
-// field). A remover that finds the flag taken spins for the few instructions another removal
-// lasts, then yields. T must be aligned to at least 2 bytes.
-//
-// Orderings: Push publishes the node with release (what the pusher wrote before Push is visible
-// to the thread that pops it, which acquires); the remover flag is taken with acquire and dropped
-// with release so removals are ordered with each other.
+// Chains nodes through their `T* next` member without allocating; any thread pushes and pops.
+//   TC::ConcurrentStack<TC::SuspendedTaskEntry> waiters;  waiters.Push(task.Entry());
+/// - Push: one CAS, never waits. Removals take a remover flag (the head's low bit): one at a
+///   time, ABA-safe, no node limit; T must be aligned to at least 2 bytes.
+/// - Push releases, pops acquire: what the pusher wrote is visible to the popper.
 template <class T>
 class ConcurrentStack
 {

@@ -1,6 +1,7 @@
 #pragma once
-// Diagnostics: race-point hooks for test kits, seeded scheduling lives in SchedulerOptions, a
-// dump of every task (every build), and hang reports that list the waiters nobody resumed.
+// Diagnostics: race-point hooks for test kits, a dump of every task (every build), and hang
+// reports that list the waiters nobody resumed.
+//   TC::DumpTasks(std::cerr); // what every task waits on, e.g. from a debugger or a watchdog
 
 #include <TC/Duration.h>
 #include <TC/SuspendedTask.h>
@@ -14,7 +15,7 @@
 namespace TC
 {
 // The protocol's race points: where another thread's Put/Set/CountDown can land between a
-// waiter's decision to wait and its publication, or between a claim and the resume.
+// waiter's decision and its publication, or between a claim and the resume.
 enum class RacePoint : std::uint8_t
 {
     BeforeOnSuspended, // the waiter is off the processor; OnSuspended has not run yet
@@ -24,10 +25,8 @@ enum class RacePoint : std::uint8_t
 
 using RacePointHook = void (*)(RacePoint point, SuspendedTask task) noexcept;
 
-// Installs a hook the kernel calls at each race point, on the thread that reached it and
-// outside the callback guard (so a hook may pump a host scheduler). For test kits
-// (<TC/Testing.h>): it may sleep, spin or yield the thread to widen a window. nullptr removes it.
-// Costs one relaxed load per point when unset.
+// Installs a hook called at each race point on the reaching thread, outside the callback guard (it
+// may pump, sleep, spin or yield); for test kits. nullptr removes it; one relaxed load when unset.
 TC_API void SetRacePointHook(RacePointHook hook) noexcept;
 
 // One waiter that is suspended right now (checked builds track them; others report none).
@@ -41,16 +40,13 @@ struct SuspendedWaiterInfo
 // The waiters suspended now, oldest first. Empty unless the library is a checked build.
 TC_API std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
 
-// Checked builds: what a suspended waiter waits on -- the demangled type of the primitive
-// (the callback it suspended with, recorded at suspension) -- and who it is ("task 'name'",
-// "thread" or "coroutine"). For checked-mode messages of primitives; "?" in other builds.
+// Checked builds: the demangled type a suspended waiter waits on and who it is ("task 'name'",
+// "thread", "coroutine"), for checked-mode messages; "?" in other builds.
 TC_API std::string WaitedOnType(SuspendedTask waiter);
 TC_API std::string DescribeWaiter(SuspendedTask waiter);
 
-// Checked builds: starts a watchdog that prints to stderr, once per waiter, every wait that has
-// not been resumed after `threshold`: what it waits on, who waits and for how long. Returns
-// false (and does nothing) in builds without checked mode. Calling it again changes the
-// threshold.
+// Checked builds: a watchdog prints to stderr, once per waiter, every wait unresumed after
+// `threshold` (what, who, how long); false and nothing in other builds. Again: a new threshold.
 TC_API bool EnableHangReports(Duration threshold);
 
 /// Writes every live task of every scheduler to `out`, in every build (Release included): per

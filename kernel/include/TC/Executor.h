@@ -1,6 +1,7 @@
 #pragma once
 // IExecutor, ParkedWork, ExecutorScope and CurrentExecutor: where a suspended coroutine goes back
 // to, and how an executor states that it is the one running the current work.
+//   TC::ExecutorScope scope(&myExecutor);  // CurrentExecutor() == &myExecutor on this thread
 
 #include <TC/detail/Export.h>
 
@@ -10,10 +11,8 @@
 
 namespace TC
 {
-// What a coroutine hands an executor: the handle to resume, and -- only where the await chain
-// belongs to nobody (it bottoms out in a DetachedTask) -- the chain's root, to destroy if the
-// handle is never resumed. An executor that drops work must destroy `abandon` (never `handle`:
-// ownership in a chain runs downward from the root).
+// What a coroutine hands an executor: the handle, and for an unowned chain (a DetachedTask at
+// its bottom) the root to destroy if dropped -- destroy `abandon`, never `handle`.
 struct ParkedWork
 {
     std::coroutine_handle<> handle;
@@ -28,22 +27,17 @@ struct ParkedWork
     }
 };
 
-// Somewhere a suspended coroutine can be handed to be resumed. Both members may be called from
-// any thread and must not resume the handle inline on the caller's stack unless the executor
-// documents it. An executor that refuses work (it is shut down) throws and leaves the work with
-// the caller. Classes deriving from it write `using IExecutor::Submit;` so that declaring one
-// overload does not hide the other.
+// Where a suspended coroutine is handed to be resumed. Both members: any thread, never inline
+// unless documented; a refusing (shut-down) executor throws, the work staying with the caller.
+// Derived classes write `using IExecutor::Submit;`.
 class TC_API IExecutor
 {
 public:
     virtual void Submit(std::coroutine_handle<> handle) = 0;
     virtual void Submit(ParkedWork work) = 0;
 
-    // What a coroutine parked on this executor holds until it is handed back, so that a
-    // resumer submitting later never reaches a destroyed executor (a strand's shared state, say,
-    // whose owner went away while the coroutine waited). The default holds nothing: executors
-    // that outlive every coroutine they run (a Scheduler) need no reference. Called once per
-    // park of a coroutine (SuspendTaskAsync and everything built on it).
+    // Held by a coroutine parked here until handed back, so a later resumer never reaches a
+    // destroyed executor; once per park. Default: nothing (for executors outliving their work).
     virtual std::shared_ptr<void> KeepAlive() noexcept { return {}; }
 
 protected:
@@ -53,11 +47,8 @@ protected:
     ~IExecutor() = default;
 };
 
-// A stack-shaped guard over one thread_local pointer: while it lives, CurrentExecutor() on this
-// thread answers `executor`. Scopes nest. An executor states itself once per batch or turn, not
-// per resumption (two thread-local stores). Never hold one across a suspension: the thread then
-// runs other work under the wrong answer (checked mode fails "ExecutorScope held across a
-// suspension" when a task suspends with a scope of its own still open).
+// While it lives, CurrentExecutor() on this thread answers `executor`; scopes nest. State it once
+// per batch. Never hold one across a suspension ("ExecutorScope held across a suspension").
 class TC_API ExecutorScope
 {
 public:

@@ -1,7 +1,7 @@
 #pragma once
-// co_await SuspendTaskAsync(callback) and SuspendTaskForAsync(callback, timeout): the suspend
-// protocol for C++20 coroutines. The entry lives in the awaiter, inside the coroutine frame, so
-// waiting allocates nothing.
+// co_await SuspendTaskAsync(callback) / SuspendTaskForAsync(callback, timeout): the suspend
+// protocol for coroutines; the entry lives in the awaiter, so waiting allocates nothing.
+//   bool resumed = co_await TC::SuspendTaskForAsync(&callback, std::chrono::milliseconds(5));
 
 #include <TC/Duration.h>
 #include <TC/Executor.h>
@@ -37,8 +37,7 @@ TC_API void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_hand
                                   std::coroutine_handle<> abandon,
                                   std::shared_ptr<void>& keepAlive) noexcept;
 
-// A promise that knows the root of an await chain nobody owns (a DetachedTask at the bottom)
-// answers UnownedRoot(); an executor that drops the parked coroutine frees that root.
+// A promise naming the root of an unowned await chain (UnownedRoot()), for executors that drop it.
 template <class Promise>
 std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> handle) noexcept
 {
@@ -51,25 +50,22 @@ std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> hand
     else
         return nullptr;
 }
-// Both return false when the coroutine was resumed during OnSuspended and had no executor to go
-// to: await_suspend then returns false and the coroutine continues at once, on this thread.
+// False when resumed during OnSuspended with no executor: await_suspend returns false and the
+// coroutine continues at once on this thread.
 TC_API bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
 TC_API bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer,
                                 ISuspendCallback* callback, Duration timeout) noexcept;
-// Checked builds: a coroutine frame destroyed while parked (an abandoned chain) leaves the
-// registry of suspended waiters; one destroyed during a timed wait, its deadline still pending,
-// fails "coroutine destroyed during a timed wait".
+// Checked builds: a frame destroyed while parked leaves the registry; during a pending timed wait
+// it fails "coroutine destroyed during a timed wait".
 TC_API void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
 
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
 TC_API bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
 } // namespace detail
 
-// co_await it: runs callback->OnSuspended(handle) from await_suspend, and resumes the coroutine
-// when the handle reaches ResumeTask -- through CurrentExecutor() as it was at the suspension,
-// or inline on the resuming thread when there was none. While parked it holds that executor's
-// KeepAlive() reference, and hands the executor the chain's unowned root (if its promise names
-// one) so an executor that drops it frees the chain. The awaiter must be awaited at once.
+// co_await it: runs OnSuspended from await_suspend; resumes through CurrentExecutor() as at the
+// suspension (inline on the resumer if none). Holds the executor's KeepAlive() while parked and
+// hands it the chain's unowned root. Await it at once.
 class [[nodiscard("co_await it: SuspendTaskAsync does nothing otherwise")]] SuspendAwaiter
 {
 public:
@@ -98,11 +94,9 @@ private:
     std::shared_ptr<void> keepAlive_;
 };
 
-// The timed form: co_await yields true if a ResumeTask ended the wait, false if it timed out.
-// The deadline lives in the awaiter: the coroutine must not be destroyed while the wait is
-// pending (checked mode fails "coroutine destroyed during a timed wait"); an executor dropping
-// it once resumed is fine. Parked on a Scheduler from its own work, it holds that scheduler's
-// Stop until it has been resumed and has run there (Scheduler.h).
+// The timed form: true if a ResumeTask ended the wait, false on timeout. Do not destroy the
+// coroutine while the wait is pending ("coroutine destroyed during a timed wait"). Parked on a
+// Scheduler from its own work, it holds that scheduler's Stop until it ran there.
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:

@@ -1,5 +1,6 @@
 #pragma once
 // SuspendedTask, SuspendedTaskEntry and TaskHandle: the handles the suspend protocol passes around.
+//   void OnSuspended(TC::SuspendedTask task) noexcept override { waiters_.Push(task.Entry()); }
 
 #include <TC/Checked.h>
 
@@ -34,14 +35,10 @@ enum class EntryState : std::uint8_t
 };
 } // namespace detail
 
-// The record the kernel keeps for one suspended waiter. Its leading member `next` is an
-// intrusive link that belongs to the primitive from the moment OnSuspended receives the handle
-// until the primitive passes the handle to ResumeTask, so primitives chain waiters on a
-// ConcurrentStack or BasicStack without allocating. Outside that window `next` belongs to the
-// kernel. Every other member is the kernel's; primitives never touch them.
-//
-// Lifetime: a task's entry lives in the task, a converted thread's on that thread's stack for
-// the duration of the wait, and a coroutine's in its awaiter inside the coroutine frame.
+// The kernel's record of one suspended waiter; chain it through `next` without allocating.
+/// - `next` is the primitive's from OnSuspended until ResumeTask, else the kernel's; every other
+///   member is the kernel's.
+/// - It lives in the task, on a converted thread's stack for the wait, or in a coroutine's awaiter.
 struct SuspendedTaskEntry
 {
     SuspendedTaskEntry* next = nullptr;
@@ -50,15 +47,14 @@ struct SuspendedTaskEntry
     detail::WaiterKind kind_ = detail::WaiterKind::Task;
     bool timedOut_ = false;
     std::atomic<detail::EntryState> state_{detail::EntryState::Running};
-    // Checked builds: the number of the current suspension, which its handles carry; in padding,
-    // so the layout is the same in every build (and other builds never write it).
+    // Checked builds: the suspension's number, carried by its handles (in padding).
     std::atomic<std::uint16_t> generation_{0};
     ISuspendCallback* callback_ = nullptr;
     void* owner_ = nullptr;        // Task*, ThreadWaiter* or coroutine frame address
     IExecutor* executor_ = nullptr; // coroutines: where ResumeTask submits the handle
     void* abandon_ = nullptr;       // coroutines: root of an unowned chain, freed if dropped
     detail::TimerNode* timer_ = nullptr; // set while a timed wait is armed
-    // Checked builds: the registry of suspended waiters behind hang reports.
+    // Checked builds: the registry behind hang reports.
     SuspendedTaskEntry* hangPrev_ = nullptr;
     SuspendedTaskEntry* hangNext_ = nullptr;
     std::int64_t suspendedAt_ = 0;
@@ -73,29 +69,22 @@ struct SuspendedTaskEntry
 namespace detail
 {
 struct HandleBits;
-// Checked builds keep the suspension's generation in a handle's bits 48-63, which no user-space
-// address uses on the supported targets (x86-64, AArch64 with 48-bit addresses).
+// Checked builds keep a suspension's generation in a handle's bits 48-63 (unused by user space).
 inline constexpr unsigned kHandleGenerationShift = 48;
 inline constexpr std::uintptr_t kHandleEntryMask = (std::uintptr_t{1} << kHandleGenerationShift) - 1;
 } // namespace detail
 
-// A handle to a suspended waiter, as OnSuspended receives it and ResumeTask takes it.
-// Pointer-sized and trivially copyable, so std::atomic<SuspendedTask> is lock-free; compares with
-// nullptr; contextually converts to bool. Only the kernel makes the handle of a suspension, and
-// each one must reach ResumeTask exactly once.
-/// - A primitive may keep Entry() instead and rebuild the handle with SuspendedTask(entry) while
-///   the waiter is still suspended; the rebuilt handle equals the one OnSuspended received.
-/// - Checked builds also carry the number of the suspension the handle belongs to, so ResumeTask
-///   fails "handle resumed twice" for a handle already resumed also once its waiter has suspended
-///   again (a stale handle, which would end that later wait). Other builds neither store nor
-///   compare it.
+// A handle to a suspended waiter, from OnSuspended to ResumeTask: pointer-sized, trivially
+// copyable (a lock-free atomic), compares with nullptr. Made only by the kernel; each must reach
+// ResumeTask exactly once.
+/// - SuspendedTask(entry) rebuilds the handle from Entry() while the waiter is still suspended.
+/// - Checked builds fail "handle resumed twice" also for a stale handle of an earlier suspension.
 class SuspendedTask
 {
 public:
     constexpr SuspendedTask() noexcept = default;
     constexpr SuspendedTask(std::nullptr_t) noexcept {} // NOLINT: implicit, as atomics need
-    // The handle of the waiter's current suspension. Checked builds read `entry`: it must be
-    // nullptr or an entry whose waiter has not left its wait for good.
+    // The handle of the waiter's current suspension; `entry` is nullptr or a waiter still waiting.
     explicit SuspendedTask(SuspendedTaskEntry* entry) noexcept
         : bits_(reinterpret_cast<std::uintptr_t>(entry))
     {
@@ -145,8 +134,7 @@ static_assert(sizeof(SuspendedTask) == sizeof(void*));
 static_assert(std::is_trivially_copyable_v<SuspendedTask>);
 static_assert(std::atomic<SuspendedTask>::is_always_lock_free);
 
-// Names the running task or converted thread (GetCurrentTask()). It identifies; it does not
-// resume: ResumeTask has no overload for it, so resuming a running task does not compile.
+// Names the running task or converted thread (GetCurrentTask()); it cannot be resumed.
 class TaskHandle
 {
 public:

@@ -1,7 +1,6 @@
 #pragma once
-// <TC/TC.h>: all of ConcurrentTasks in one include -- the kernel (<TC/Core.h>), the
-// synchronization primitives (<TC/Synchronization.h>) and coroutines and strands
-// (<TC/Strands.h>). The test kit stays separate: include <TC/Testing.h> in tests.
+// <TC/TC.h>: all of ConcurrentTasks in one include (Core, Synchronization, Strands); tests include
+// <TC/Testing.h> separately.
 
 #include <TC/Core.h>
 #if __has_include(<TC/Synchronization.h>)

@@ -1,7 +1,6 @@
 #pragma once
-// <TC/Strands.h>: coroutines and strands as adapters over the suspend protocol -- Task<T>,
-// WhenAll/WhenAny, stop tokens, DetachedTask, SyncRun, ResumeOn, Strand, KeyedStrands,
-// ResumeTarget and AsyncQueue. Everything is in namespace TC.
+// <TC/Strands.h>: coroutines and strands over the suspend protocol (Task<T>, WhenAll/WhenAny,
+// stop tokens, SyncRun, ResumeOn, Strand, KeyedStrands, AsyncQueue...), in namespace TC.
 
 #include <TC/Strands/AsyncQueue.h>
 #include <TC/Strands/Awaitable.h>

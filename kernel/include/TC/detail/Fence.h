@@ -19,16 +19,12 @@
 namespace TC::detail
 {
 #if TC_DETAIL_TSAN
-// The word every SeqCstFence of a ThreadSanitizer build updates: one per process (exported, so a
-// program and a shared library share it).
+// The word every SeqCstFence of a TSan build updates: one per process (exported).
 TC_API inline std::atomic<unsigned> tsanFenceWord{0};
 #endif
 
-/// A sequentially consistent fence.
-/// - Under ThreadSanitizer, which does not model fences (GCC warns about them with -Wtsan), it is a
-///   seq_cst read-modify-write of one process-wide word instead: all of them are in that word's
-///   modification order and each synchronizes with the one before, which orders a store before
-///   the fence against a load after another thread's fence as the fences themselves would.
+/// A sequentially consistent fence; under ThreadSanitizer (which does not model fences) a seq_cst
+/// RMW of one process-wide word, which orders as the fences would.
 inline void SeqCstFence() noexcept
 {
 #if TC_DETAIL_TSAN

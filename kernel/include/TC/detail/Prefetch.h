@@ -1,9 +1,6 @@
 #pragma once
-// PrefetchForWrite: fetches a cache line this thread is about to write, in a state it can write
-// at once. For a line another core has read since this thread last wrote it -- a queue slot a
-// consumer thread copied out, to be filled again by a producer -- the write would otherwise wait
-// for that core to drop its copy, and the next locked instruction (a lock, an exchange) waits for
-// the write. Asked for a few writes ahead, the ownership request overlaps the work in between.
+// PrefetchForWrite: fetches a cache line this thread is about to write, in a writable state, so
+// the ownership request overlaps the work before the write (guides/design-notes.md).
 
 // 1 where the build does not target x86's PREFETCHW (PRFCHW) and it is asked of the processor.
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
@@ -16,9 +13,8 @@
 namespace TC::detail
 {
 #if TC_PREFETCHW_DETECTED_AT_RUN_TIME
-// x86's PREFETCHW is not in the baseline instruction set the build targets (GCC's
-// __builtin_prefetch(p, 1) then emits a read prefetch, which leaves the line shared): asked of
-// the processor once, at start-up. Until then, and where it lacks it, no prefetch is made.
+// Whether the processor has PREFETCHW when the build's baseline lacks it; asked once at start-up,
+// no prefetch until then.
 inline bool ProcessorHasPrefetchW() noexcept
 {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -27,8 +23,7 @@ inline bool ProcessorHasPrefetchW() noexcept
 inline const bool processorHasPrefetchW = ProcessorHasPrefetchW();
 #endif
 
-// A hint, never a fault: `address` may point anywhere, though a line outside the caller's own
-// memory may be taken from whoever writes it.
+// A hint, never a fault: `address` may point anywhere.
 inline void PrefetchForWrite(const void* address) noexcept
 {
 #if TC_PREFETCHW_DETECTED_AT_RUN_TIME

@@ -1,6 +1,6 @@
 #pragma once
-// SpinLock: a one-word lock for the few instructions a list or heap update lasts. The kernel's
-// timer heap and the Synchronization layer's waiter lists share it (the layer re-exports it).
+// SpinLock: a one-word lock for the few instructions a list or heap update lasts (timer heap,
+// waiter lists).
 
 #include <atomic>
 #include <thread>
@@ -17,8 +17,7 @@ inline void CpuRelax() noexcept
 #endif
 }
 
-// One round of a spin-wait loop: a pause for the first 64 rounds, then the core yielded each
-// round, in case the thread it waits for was preempted. `spins` starts at 0 for each wait.
+// One round of a spin-wait: a pause for 64 rounds, then a yield each round. `spins` starts at 0.
 inline void SpinPause(unsigned& spins) noexcept
 {
     if (++spins > 64)
@@ -27,9 +26,8 @@ inline void SpinPause(unsigned& spins) noexcept
         CpuRelax();
 }
 
-// Guards an intrusive list or heap. Held for a handful of pointer updates only, never across
-// SuspendTask or ResumeTask, so spinning beats a futex; after 64 spins it yields the core in case
-// the holder was preempted. Meets Lockable, so std::lock_guard works.
+// Guards an intrusive list or heap for a handful of pointer updates, never across SuspendTask or
+// ResumeTask; yields after 64 spins. Meets Lockable (std::lock_guard works).
 class SpinLock
 {
 public:

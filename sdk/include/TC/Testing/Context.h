@@ -1,7 +1,6 @@
 #pragma once
-// Context: what a scenario function receives from the primitive test kit -- it spawns the
-// participants that drive the primitive under test, owns the objects they share, checks results,
-// and hands out the run's seeded random numbers.
+// Context: what a scenario function receives from the primitive test kit: it spawns participants,
+// owns the objects they share, checks results and hands out the run's seeded random numbers.
 
 #include <TC/Strands/Task.h>
 #include <TC/Testing/StressOptions.h>
@@ -22,19 +21,17 @@ namespace detail
 class RunState;
 }
 
-// A blocking participant: runs as a stackful task or a converted thread, and may wait with
-// SuspendTask (or any primitive's Wait/Take).
+// A blocking participant: a stackful task or a converted thread; waits with SuspendTask or Wait.
 using BlockingBody = std::function<void()>;
-// A coroutine participant: the callable is called once and the coroutine it returns is awaited
-// on the run's scheduler; it waits with co_await.
+// A coroutine participant: called once; the coroutine it returns runs on the run's scheduler.
 using CoroutineBody = std::function<TC::Task<void>()>;
 
-// Handed to the scenario function by RunScenario and Stress. The scenario function sets the
-// scene: it creates the shared objects with Make, spawns participants and registers final
-// checks; the participants start only after it returns, all at once, in an order the seed
-// decides. Members may be called from the scenario function; Check, Random and Pick also from
-// participants (they are thread-safe). The Context lives until the run ends: participants may
-// keep a reference to it.
+// Handed to the scenario function, which creates shared objects (Make), spawns participants and
+// registers final checks; participants start after it returns, in an order the seed decides.
+//   auto& box = ctx.Make<Mailbox>();
+//   ctx.Spawn("taker", [&] { ctx.Check(box.Take() == 1, "the value"); });
+/// - Check, Random and Pick are thread-safe, also for participants; the rest: scenario only.
+/// - It lives until the run ends: participants may keep a reference.
 class TC_API Context
 {
 public:
@@ -45,15 +42,13 @@ public:
     std::uint64_t Seed() const noexcept;
     Mode RunMode() const noexcept;
 
-    // Constructs a T the participants share, owned by the run: it is destroyed after every
-    // participant has finished and the AtEnd checks have run (in reverse order of creation).
-    // After a lost wake-up it is never destroyed, because a stuck waiter still refers to it.
+    // Constructs a T the participants share, destroyed after all finished and AtEnd ran (reverse
+    // order); never after a lost wake-up (a stuck waiter still refers to it).
     template <class T, class... Args>
     T& Make(Args&&... args)
     {
-        // Held as a member of a final wrapper: a guide-style primitive derives privately from
-        // ISuspendCallback, whose destructor is non-virtual, and destroying it as a member is
-        // exact where destroying it as the object itself draws clang's non-virtual-dtor warning.
+        // A member of a final wrapper: destroying a privately-derived ISuspendCallback as a member
+        // avoids clang's non-virtual-dtor warning.
         struct Holder final
         {
             T value;
@@ -65,27 +60,24 @@ public:
         return reference;
     }
 
-    // Adds a participant given as a blocking callable: it runs as a Task or a Thread, whichever
-    // of those StressOptions::waiterKinds allows, chosen by the seed. `name` names it in reports
-    // (and as the task's name in checked-mode hang reports). The callable is kept alive until
-    // the run ends; an exception escaping it counts as a failed check.
+    // Adds a blocking participant, a Task or Thread as waiterKinds allows and the seed picks;
+    // `name` names it in reports. Kept alive until the run ends; an exception escaping it
+    // counts as a failed check.
     void Spawn(std::string name, BlockingBody body);
     // Adds a participant given both ways; it may run as a task, a thread or a coroutine.
     void Spawn(std::string name, BlockingBody body, CoroutineBody coroutine);
     // Adds a participant that can only run as a coroutine (whatever waiterKinds says).
     void SpawnCoroutine(std::string name, CoroutineBody coroutine);
 
-    // Runs after every participant has finished (not after a hang), on the calling thread, in
-    // order of registration: the place for checks on final state.
+    // Runs after every participant finished (not after a hang), on the calling thread, in order.
     void AtEnd(std::function<void()> check);
 
-    // Records a failed check unless `condition` holds; the run then fails and its report says
-    // `what`. Thread-safe; never throws or stops the participant.
+    // Records a failed check (reported as `what`) unless `condition` holds. Thread-safe; never
+    // throws or stops the participant.
     bool Check(bool condition, std::string_view what);
 
-    // A number from the run's seeded sequence (the same sequence for the same seed as long as
-    // the calls happen in the same order, so call it from the scenario function when the run
-    // must replay). Thread-safe.
+    // A number from the run's seeded sequence (replays if called in the same order, e.g. from
+    // the scenario function). Thread-safe.
     std::uint64_t Random() noexcept;
     // A number in [0, n) from the same sequence; n must be nonzero.
     std::size_t Pick(std::size_t n) noexcept;

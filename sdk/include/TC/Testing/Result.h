@@ -1,6 +1,6 @@
 #pragma once
-// Result and Summary: what one seeded run of the primitive test kit found, and what a series
-// of runs found, with the seeds that replay each failure.
+// Result and Summary: what one seeded run of the test kit found, and a series of runs with the
+// seeds that replay each failure.
 
 #include <TC/Testing/StressOptions.h>
 #include <TC/detail/Export.h>
@@ -22,13 +22,9 @@ struct TC_API Result
     std::size_t threads = 0;    // ... as OS threads (converted when they waited)
     std::size_t coroutines = 0; // ... as coroutines
     std::size_t finished = 0;   // participants whose body returned (or threw)
-    // Waiters still suspended once nothing could resume them any more (Deterministic: nothing
-    // queued and no timed wait pending; Stress: no progress for hangTimeout). Each is listed in
-    // `report` with what it waits on.
+    // Waiters still suspended once nothing could resume them; each listed in `report`.
     std::size_t lostWakeups = 0;
-    // Handles that reached ResumeTask a second time (or after a timeout took them back). The
-    // process dies at the first one, so this is 0 or 1 and is counted only under
-    // Isolation::Fork; in-process the abort message is the report.
+    // Handles resumed twice (or after a timeout): 0 or 1, counted only under Isolation::Fork.
     std::size_t doubleResumes = 0;
     // Other rule violations that ended a forked run (the report names the rule): checked mode's,
     // and in every build a wait begun inside OnSuspended, which the kit stops before it blocks.

@@ -1,7 +1,8 @@
 #pragma once
-// StressOptions: how the primitive test kit drives a scenario -- which kinds of waiter it uses,
-// how it perturbs the protocol's race points, how it decides that a waiter was lost, and how
-// many seeded runs it makes.
+// StressOptions: how the primitive test kit drives a scenario: waiter kinds, race-point
+// perturbation, lost-wake-up detection and the number of seeded runs.
+//   TC::Testing::StressOptions options;
+//   options.runs = 1000;  options.mode = TC::Testing::Mode::Stress;
 
 #include <TC/Duration.h>
 
@@ -42,77 +43,57 @@ constexpr bool Contains(WaiterKinds set, WaiterKind kind) noexcept
 // How a run executes its participants.
 enum class Mode : std::uint8_t
 {
-    // One host-pumped Scheduler on the calling thread, picking the next ready participant
-    // pseudo-randomly from the seed (SchedulerOptions::shuffleSeed). At the race point between a
-    // waiter's failed check and its publication (RacePoint::BeforeOnSuspended) the kit runs a
-    // few other ready participants first, so another participant's Put/Set/CountDown lands in
-    // the window a missing re-check leaves open. Same seed, same interleaving: a failing seed
-    // replays exactly. Thread participants run as tasks in this mode (one thread drives all).
+    // One host-pumped Scheduler on the calling thread, picking ready participants from the seed;
+    // at BeforeOnSuspended other participants run first. Replays exactly; threads run as tasks.
     Deterministic,
-    // Real concurrency: a Scheduler with worker threads for tasks and coroutines, OS threads for
-    // thread participants, and a seeded random delay (spin, yield or a few microseconds' sleep)
-    // at every race point the kernel reports. Finds what needs true parallelism (memory orders,
-    // torn claims); a failing seed makes the failure likely again, not certain.
+    // Worker threads, OS threads and seeded random delays at every race point: finds memory-order
+    // bugs; a failing seed makes the failure likely again, not certain.
     Stress,
 };
 
 // Where a run executes.
 enum class Isolation : std::uint8_t
 {
-    // In this process. A double resume ends the process (checked mode, or the kit itself in
-    // other builds, aborts before the kernel could corrupt anything); a lost wake-up leaves the
-    // run's scheduler, participants and objects alive forever (they are stuck; destroying them
-    // would leave dangling waiters), which costs their memory and, in Stress mode, the
-    // scheduler's idle worker threads.
+    // In this process: a double resume aborts it; a lost wake-up leaks the run's scheduler,
+    // participants and objects (and Stress-mode idle workers).
     InProcess,
-    // Each run in a forked child process that reports its Result back, so a double resume, a
-    // checked-mode abort or a crash becomes a counted outcome and a hang leaks nothing. POSIX
-    // only. Fork before the process has started threads of its own where possible (TSan and
-    // fork mix badly once the parent has threads).
+    // Each run in a forked child reporting back: aborts and crashes become outcomes, hangs leak
+    // nothing. POSIX only; fork before starting threads (TSan).
     Fork,
 };
 
-// Everything the kit needs to drive a scenario. Every member has a working default: a
-// primitive author usually sets seed, runs and mode, nothing else.
+// Everything the kit needs; every member has a working default (set seed, runs and mode).
 struct StressOptions
 {
-    // First seed. Run i (0-based) of Stress() uses seed + i. The seed picks each participant's
-    // kind, the race-point perturbations and (Deterministic) the scheduling order.
+    // First seed; run i uses seed + i. It picks kinds, perturbations and (Deterministic) order.
     std::uint64_t seed = 1;
     // How many seeded runs Stress() makes (RunScenario makes one).
     std::size_t runs = 100;
-    // Stress() stops starting new runs once this much time has passed (Infinite: no limit);
-    // the Summary says how many ran.
+    // Stress() starts no new run after this long (Infinite: no limit).
     Duration duration = Duration::Infinite();
     Mode mode = Mode::Deterministic;
     Isolation isolation = Isolation::InProcess;
-    // The kinds a participant may run as. A participant given as a blocking callable runs as a
-    // Task or Thread, one given as a coroutine as a Coroutine, one given both ways as any of the
-    // three; the seed picks among those this set allows.
+    // Kinds a participant may run as: blocking callables Task/Thread, coroutines Coroutine, both
+    // forms any; the seed picks among those allowed.
     WaiterKinds waiterKinds = WaiterKinds::All;
-    // Probability that a race point is perturbed (Deterministic: other participants run there;
-    // Stress: the thread is delayed there).
+    // Probability a race point is perturbed (Deterministic: others run; Stress: a delay).
     double raceProbability = 0.5;
     // Deterministic: at most this many ready items run at one race point.
     unsigned maxInterleave = 3;
-    // Deterministic: race points reached while the kit is already running others at one are
-    // perturbed only up to this nesting depth.
+    // Deterministic: nesting depth up to which race points inside a perturbation are perturbed.
     unsigned maxNesting = 2;
     // Stress: worker threads of the scheduler that runs tasks and coroutines.
     unsigned workers = 2;
     // Stress: longest delay at a race point; the delays are spins, yields and sleeps below it.
     Duration maxDelay = Duration(std::chrono::microseconds(20));
-    // A lost wake-up is reported when participants remain and nothing has happened (no race
-    // point reached, no participant finished) for this long. In Deterministic mode the kit knows
-    // at once when nothing is queued and no timed wait is pending, and does not wait.
+    // A lost wake-up is reported after this long without progress (Deterministic: at once when
+    // nothing is queued or timed).
     Duration hangTimeout = Duration(std::chrono::seconds(1));
-    // A run whose participants are still busy after this long is reported as a hang too (a
-    // livelock, or a scenario too large for its budget).
+    // A run still busy after this long is reported as a hang (livelock, or too large a scenario).
     Duration runTimeLimit = Duration(std::chrono::seconds(30));
     // Stack size of task participants.
     std::size_t stackSize = 64 * 1024;
-    // Stress(): print each failing run's report (the first in full, then one line per seed)
-    // to stderr, with the seed that replays it.
+    // Stress(): print failing runs (the first in full, then a line per seed) to stderr.
     bool printFailures = true;
 };
 } // namespace TC::Testing

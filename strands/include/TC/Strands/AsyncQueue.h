@@ -1,7 +1,8 @@
 #pragma once
-// AsyncQueue<T>: a queue one coroutine parks on and any thread pushes to -- the boundary between
-// a producing thread and a consuming coroutine, without a mutex-condition-variable-deque at
-// every site.
+// AsyncQueue<T>: a queue one coroutine parks on and any thread pushes to: the boundary between a
+// producing thread and a consuming coroutine.
+//   queue.Push(item);                                 // any thread
+//   while (auto item = co_await queue.Pop()) Use(*item); // the one consumer
 
 #include <TC/Checked.h>
 #include <TC/Executor.h>
@@ -46,14 +47,11 @@ struct PushResult
     std::size_t displaced = 0; // items DropOldest discarded to admit this one
 };
 
-// Push and Close never resume the consumer inline: they hand it to where it parked from -- the
-// ResumeTarget current at its suspension (a strand, a scheduler; a strand's state held alive
-// meanwhile), or the queue's own executor when it parked outside every ExecutorScope -- because a
-// producer commonly pushes while holding a lock of its own. One consumer at a time.
-//
-// Lifetime: the queue owns no coroutine frame. An owner observes its consumer finishing before
-// destroying it; the destructor checks (TC_CHECK) that no waiter is left, and HasWaiter() lets a
-// test assert it in any build.
+// Push and Close never resume the consumer inline (producers often hold locks): they hand it to
+// the ResumeTarget current at its suspension (a strand's state held alive), or the queue's own
+// executor outside every scope. One consumer at a time.
+/// - The queue owns no frame: observe the consumer finishing before destroying it; the
+///   destructor checks no waiter is left (TC_CHECK), HasWaiter() lets a test assert it.
 template <class T>
 class AsyncQueue
 {
@@ -72,8 +70,8 @@ public:
     AsyncQueue(const AsyncQueue&) = delete;
     AsyncQueue& operator=(const AsyncQueue&) = delete;
 
-    // Any thread; never blocks on the consumer, never resumes it inline. If it throws (no memory,
-    // T's move), nothing was queued and nothing displaced.
+    // Any thread; never blocks on or resumes the consumer inline. A throw (memory, T's move)
+    // queues and displaces nothing.
     PushResult Push(T value)
     {
         PushResult result;
@@ -84,8 +82,7 @@ public:
                 return PushResult{PushOutcome::Closed, 0};
             if (items_.size() >= options_.capacity && options_.overflow == Overflow::DropNewest)
                 return PushResult{PushOutcome::Refused, 0};
-            // In first, then the oldest out: a push_back that throws (no memory, a throwing
-            // move) leaves the queue as it was, where dropping first lost the oldest item too.
+            // In first, then the oldest out, so a throwing push_back loses nothing.
             items_.push_back(std::move(value));
             while (items_.size() > options_.capacity)
             {
@@ -99,8 +96,8 @@ public:
         return result;
     }
 
-    // Any thread: a parked consumer is handed back and its Pop() answers std::nullopt once the
-    // items queued before the close are taken. Idempotent.
+    // Any thread: a parked consumer is handed back; Pop() answers std::nullopt once the items
+    // queued before the close are taken. Idempotent.
     void Close()
     {
         PopAwaiter* waiter = nullptr;
@@ -135,8 +132,7 @@ public:
                 return false; // await_resume answers
             target_ = ResumeTarget::CurrentOr(queue_.executor_);
             work_ = detail::ParkedWorkFor(awaiting);
-            // Registered before the waiter is published: a stop in between finds nothing to
-            // claim, and the re-check below sees it.
+            // Registered before publication: an earlier stop is seen by the re-check.
             if (token_.stop_possible())
                 onStop_.emplace(token_, OnStop{this});
             std::lock_guard<std::mutex> lock(queue_.mutex_);
@@ -186,8 +182,7 @@ public:
             }
         };
 
-        // Hands the consumer to its target; never inline. The locals keep the target alive
-        // across the submit, after which the coroutine may already run and free this awaiter.
+        // Hands the consumer to its target, never inline; the locals keep the target alive.
         void Wake() noexcept
         {
             ResumeTarget target = std::move(target_);
@@ -209,9 +204,9 @@ public:
         std::optional<StopCallback<OnStop>> onStop_;
     };
 
-    // co_await queue.Pop(): a value, or std::nullopt once closed and drained. Stop-aware: a stop
-    // of the awaiting flow's token throws OperationCancelled -- unless an item or a close
-    // answered first. The consumer resumes where it parked (see the class comment).
+    // co_await queue.Pop(): a value, or std::nullopt once closed and drained. A stop of the flow's
+    // token throws OperationCancelled unless an item or close answered first. Resumes where it
+    // parked.
     [[nodiscard("co_await it")]] PopAwaiter Pop() noexcept { return PopAwaiter(*this); }
 
     bool HasWaiter() const

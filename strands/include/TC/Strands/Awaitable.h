@@ -1,6 +1,5 @@
 #pragma once
-// The concepts every templated await_suspend of TC::strands reads the awaiting promise through,
-// so what a promise must offer is stated in one place.
+// The concepts through which every templated await_suspend of TC::strands reads the promise.
 
 #include <TC/Strands/StopToken.h>
 
@@ -23,8 +22,7 @@ concept HasStopToken = requires(const P& p) {
     { p.Token() } -> std::convertible_to<StopToken>;
 };
 
-// A promise that carries the root of an await chain nobody owns (a DetachedTask's frame), or a
-// null handle where somebody owns the chain.
+// A promise that carries its unowned chain's root (a DetachedTask's frame), or a null handle.
 template <class P>
 concept CarriesUnownedRoot = requires(const P& p) {
     { p.UnownedRoot() } -> std::convertible_to<std::coroutine_handle<>>;

@@ -11,9 +11,8 @@
 
 namespace TC
 {
-// Thrown by a cancelled frame so that it unwinds through ordinary RAII. A runtime awaitable
-// throws it from await_resume when its token has stop_requested(). WhenAny tells a child that
-// unwound cancelled from one that failed by this type.
+// Thrown by a cancelled frame to unwind through RAII (from await_resume once stop is requested);
+// WhenAny tells cancelled from failed children by this type.
 class TC_API OperationCancelled : public std::exception
 {
 public:
@@ -37,8 +36,8 @@ struct ThisCoroStopTokenAwaiter
 };
 } // namespace detail
 
-// co_await ThisCoroStopToken() yields the awaiting coroutine's token without suspending it (a
-// default token, where stop_possible() is false, when the promise carries none).
+// co_await ThisCoroStopToken(): the coroutine's token, without suspending (a default token when
+// the promise carries none).
 [[nodiscard("co_await it to read the token")]] inline detail::ThisCoroStopTokenAwaiter
 ThisCoroStopToken() noexcept
 {

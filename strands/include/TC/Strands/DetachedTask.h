@@ -1,6 +1,7 @@
 #pragma once
-// DetachedTask: a coroutine started for its effects. Its body runs to its first suspension when
-// it is called, and its frame frees itself at the end, so nobody holds a handle to it.
+// DetachedTask: a coroutine started for its effects; it runs to its first suspension when called
+// and frees its own frame at the end.
+//   TC::DetachedTask Serve(Queue& q) { while (auto item = co_await q.Pop()) Handle(*item); }
 
 #include <coroutine>
 #include <cstdio>
@@ -10,11 +11,8 @@
 
 namespace TC
 {
-// The one coroutine shape nothing owns. Its promise names itself as the chain's unowned root, so
-// every Task awaited beneath it carries that root, and an executor that drops a parked resumption
-// of the chain can free it from the top (ParkedWork::abandon). An exception escaping the body
-// terminates the process, because there is no caller to hand it to. Its stop token is never
-// stopped, so a Task awaited from it takes the ordinary inheritance path.
+// Nothing owns it: it is its chain's unowned root, so an executor dropping a parked resumption
+// frees the chain from the top. An escaping exception terminates; its stop token never stops.
 class DetachedTask
 {
 public:

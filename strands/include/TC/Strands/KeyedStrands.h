@@ -1,6 +1,8 @@
 #pragma once
-// KeyedStrands: one strand per key, for state partitioned by a model, a connection or a user;
-// a key with no work has no strand, and retired strands are kept for reuse.
+// KeyedStrands: one strand per key, for state partitioned by a model, a connection or a user; a
+// key with no work has no strand, and retired strands are kept for reuse.
+//   TC::KeyedStrands<UserId> users(scheduler);
+//   users.Post(id, [&] { Touch(state[id]); }); // one task at a time per user
 
 #include <TC/Executor.h>
 #include <TC/Strands/ResumeTarget.h>
@@ -29,20 +31,15 @@ struct KeyedStrandsOptions
 };
 
 
-// Each key's work runs one task at a time, in order, on the base; different keys run in
-// parallel. A key's strand is made (or a kept one taken) when work arrives for a key with none,
-// and retired when its queue runs dry; up to 32 retired strands and map nodes are kept, so a
-// post to an idle key allocates only the call and a coroutine's submit nothing.
-//
-// Threads: any member from any thread. Seal() closes the offer door (TryPost/TrySubmit refuse)
-// while Post/Submit are admitted until Close(). ~KeyedStrands is Close(): every key's queue is
-// dropped and every key's running task waited for -- except the one the destructor runs inside,
-// which is not waited for (see Strand). The base must outlive it.
-//
-// What Post/Submit throw (the callable's copy, the base's refusal, memory) reaches the caller;
-// the key's strand then retires as any dry one does -- at its pump's next turn if the pump is
-// already on the base, at once if not -- so a failure never leaves a key active with nothing
-// queued, nor a strand kept twice.
+// Each key's work runs one task at a time, in order, on the base; keys run in parallel.
+/// - A key's strand is made (or a kept one taken) when work arrives and retired when its queue
+///   runs dry; up to 32 retired strands and map nodes are kept, so a post to an idle key
+///   allocates only the call (a submit nothing).
+/// - Any member from any thread. Seal() refuses offers (TryPost/TrySubmit); Post/Submit are
+///   admitted until Close(). ~KeyedStrands is Close(): queues dropped, running tasks waited for
+///   but the one it runs inside (see Strand). The base must outlive it.
+/// - What Post/Submit throw reaches the caller; the key's strand then retires as a dry one does,
+///   never left active with nothing queued nor kept twice.
 template <class Key, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
 class KeyedStrands
 {
@@ -120,8 +117,7 @@ public:
     void WaitIdle() { registry_->WaitIdle(); }
     bool RunningHere(const Key& key) const { return registry_->RunningHere(key); }
 
-    // For tests and budgets: keys with a strand, retired strands kept, spare map nodes, and how
-    // many strands were ever made.
+    // For tests and budgets: keys with a strand, kept strands, spare map nodes, strands made.
     std::size_t ActiveKeys() const { return registry_->ActiveKeys(); }
     std::size_t KeptStrands() const { return registry_->KeptStrands(); }
     std::size_t SpareNodes() const { return registry_->SpareNodes(); }
@@ -134,8 +130,7 @@ private:
         using Fn = std::decay_t<F>;
         if constexpr (detail::kInlineCall<Fn>)
         {
-            // As Strand's post (detail::PostTo): the callable's bytes are copied only if queued,
-            // so the full way below may still take it.
+            // As Strand's post: the callable's bytes are copied only if queued.
             if (registry_->template TryQueueInline<Fn, F&&>(key, detail::CallableSource(fn),
                                                             admission))
                 return true;

@@ -8,11 +8,9 @@
 
 namespace TC
 {
-// Hands the awaiting coroutine to `executor` as ParkedWork (with its chain's unowned root, so an
-// executor that drops it frees the chain). It resumes on whatever thread the executor runs it --
-// a Strand, a Scheduler's worker, a host's pump. If the executor refuses it (throws), the
-// exception comes out of the co_await on the awaiting thread and the coroutine stays here.
-// The executor must outlive the submission; a Strand converts to IExecutor&.
+// Hands the coroutine to `executor` as ParkedWork (with its unowned root); it resumes wherever the
+// executor runs it. A refusal (throw) comes out of the co_await here. The executor must outlive
+// the submission; a Strand converts to IExecutor&.
 struct [[nodiscard("co_await it: ResumeOn does nothing otherwise")]] ResumeOn
 {
     IExecutor& executor;

@@ -1,7 +1,8 @@
 #pragma once
-// ResumeTarget: where an awaitable that another thread completes hands its coroutine back --
-// the executor current at the suspension, plus, for a strand, a reference that keeps the
-// strand's shared state alive across the park.
+// ResumeTarget: where an awaitable completed elsewhere hands its coroutine back: the executor
+// current at the suspension, and for a strand a reference keeping its shared state alive.
+//   TC::ResumeTarget target = TC::ResumeTarget::Current();
+//   target.Submit(work); // later, from any thread
 
 #include <TC/Executor.h>
 #include <TC/detail/Export.h>
@@ -14,16 +15,12 @@ namespace TC
 namespace detail
 {
 class StrandCore;
-// The shared state of the strand whose batch is running on this thread and which is the
-// innermost ExecutorScope, or null.
+// The shared state of the strand running a batch on this thread as innermost scope, or null.
 TC_API std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept;
 } // namespace detail
 
-// A raw IExecutor* would dangle: a key goes idle and is reclaimed while the coroutine waits, or
-// an owner { AsyncQueue queue; Strand strand; } destroys the strand first. A strand's shared
-// state outlives its Strand for as long as a target holds it, and once closed drops what it is
-// given (freeing a chain nobody owns). On a Scheduler or any executor that is not a strand the
-// target carries no reference. Copyable; any thread.
+// Holds a strand's shared state across the park (a raw IExecutor* would dangle); once closed, the
+// strand drops what it is given. No reference for other executors. Copyable; any thread.
 class ResumeTarget
 {
 public:
@@ -34,8 +31,7 @@ public:
     {
     }
 
-    // What CurrentExecutor() answers on this thread, holding the strand's state where it is one;
-    // empty outside every scope.
+    // What CurrentExecutor() answers here (a strand's state held); empty outside every scope.
     static ResumeTarget Current()
     {
         IExecutor* executor = CurrentExecutor();

@@ -1,6 +1,7 @@
 #pragma once
 // RunTask and TaskKind: what a strand's around-task hook is given -- one queued task, told
 // whether it is a posted callable or a coroutine resumption, to run exactly once.
+//   options.aroundTask = [](TC::RunTask& task) { Transaction scope; task(); };
 
 #include <TC/detail/Export.h>
 
@@ -14,8 +15,7 @@
 
 namespace TC
 {
-// What a strand's queue entry is. An enum rather than an IsResumption() flag, because a hook
-// that installs a context (a transaction, a user) around a handler's resumptions may mean it for those alone.
+// What a strand's queue entry is (a hook may install a context around resumptions only).
 enum class TaskKind : std::uint8_t
 {
     Call,       // a callable given to Post/TryPost
@@ -24,10 +24,8 @@ enum class TaskKind : std::uint8_t
 
 namespace detail
 {
-// A posted callable too large (or not trivially copyable) to live in its queue entry, held by
-// value in the one allocation such a post makes. The storage is
-// allocated before the strand's lock and the callable moved in under it, once admission is
-// decided, so a refused TryPost leaves the caller's callable untouched.
+// A posted callable that cannot live in its entry, in the post's one allocation; allocated
+// before the lock, moved in once admitted, so a refused TryPost leaves it untouched.
 class CallBase
 {
 public:
@@ -58,8 +56,8 @@ public:
         ::operator delete(storage);
     }
 
-    // Forwards the caller's callable (of reference type Src) into `storage`, sizeof(Call<F>)
-    // from ::operator new: moved from an rvalue, copied from an lvalue.
+    // Forwards the callable (reference type Src) into `storage` from ::operator new: moved from
+    // an rvalue, copied from an lvalue.
     template <class Src>
     static CallBase* ConstructFrom(void* storage, void* source)
     {
@@ -71,9 +69,7 @@ private:
     F fn_;
 };
 
-// Room in a queue entry for a posted callable that needs no allocation: one that is small,
-// trivially copyable and trivially destructible (a lambda capturing a few pointers or
-// references), so the entry can be copied as bytes when the queue grows or a batch is taken.
+// Room in an entry for a small, trivially copyable and destructible callable (no allocation).
 inline constexpr std::size_t kInlineCallSize = 3 * sizeof(void*);
 
 template <class F>
@@ -82,11 +78,8 @@ inline constexpr bool kInlineCall = sizeof(F) <= kInlineCallSize &&
                                     std::is_trivially_copyable_v<F> &&
                                     std::is_trivially_destructible_v<F>;
 
-// One queue entry: a coroutine to resume (with the root to free if it is dropped), a call held
-// in its own allocation, or a call held inline. 32 bytes, aligned to 32, so two share a cache
-// line and none spans two: every line of entries a poster writes moves to the pump's core, and
-// at 56 bytes a one-strand post cost 139-161 ns against 75-99 ns at 32 where a line transfer
-// took 450 ns (guides/performance.md). `run` says what the words hold:
+// One queue entry, 32 bytes aligned to 32 (two per line; guides/design-notes.md). `run` says
+// what the words hold:
 //   nullptr          a coroutine: words[0..7] its handle, words[8..15] the root to free if it is
 //                    dropped (or nothing at all: a default entry)
 //   &RunHeldCall     a call in its own allocation: words[0..7] its CallBase*
@@ -135,8 +128,7 @@ struct TC_API alignas(32) StrandEntry
 private:
     static void RunHeldCall(void* words) { (*static_cast<CallBase**>(words))->Run(); }
     CallBase* HeldCall() const noexcept { return static_cast<CallBase*>(LoadWord(0)); }
-    // The words hold pointers as bytes (they are an inline callable's storage too): memcpy
-    // reads and writes them without aliasing questions, and compiles to one move.
+    // The words hold pointers as bytes: memcpy, no aliasing questions.
     void* LoadWord(std::size_t index) const noexcept
     {
         void* word;
@@ -150,8 +142,7 @@ private:
 };
 static_assert(sizeof(StrandEntry) == 32);
 
-// Constructs an inline call in `entry` from the caller's callable (of reference type Src):
-// copied bytes either way, since F is trivially copyable, so the source is never changed.
+// Constructs an inline call in `entry` from the callable (bytes copied; the source unchanged).
 template <class F>
 struct InlineCall
 {
@@ -168,9 +159,8 @@ struct InlineCall
 };
 } // namespace detail
 
-// The task a hook wraps. Call it (operator()) exactly once, on the hook's thread, inside the
-// hook; a task the hook does not run is dropped as a closed strand drops it. What the task throws
-// comes out of operator() and, unless the hook catches it, out of the pump.
+// The task a hook wraps: call it exactly once, on the hook's thread, inside the hook (an unrun task
+// is dropped as a closed strand drops it). Its exception comes out of operator() and the pump.
 class RunTask
 {
 public:

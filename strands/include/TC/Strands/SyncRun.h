@@ -8,11 +8,9 @@
 
 namespace TC
 {
-// Starts `task` on the calling thread and returns its result (rethrowing what escaped it). The
-// task must complete synchronously: it may await other tasks, but nothing that parks it. One
-// still suspended after its start has no result to read, and destroying its frame would tear
-// down storage that whatever parked it still points into, so SyncRun leaks the frame and throws
-// std::logic_error instead.
+// Starts `task` on this thread and returns its result (rethrowing). It must complete
+// synchronously; one still parked leaks its frame (something points into it) and throws
+// std::logic_error.
 template <class T>
 T SyncRun(Task<T> task)
 {
@@ -27,10 +25,8 @@ T SyncRun(Task<T> task)
     return task.Result();
 }
 
-// As SyncRun, but when the task is still suspended after its start, calls retrieve() first, while
-// the frame is alive, to take the park back (and possibly wake the task, which then completes
-// and its result is returned). A task the retriever did not wake has its frame deliberately
-// leaked and std::logic_error thrown.
+// As SyncRun, but a task still parked after its start gets retrieve() (the frame alive) to take
+// the park back and maybe wake it; if not woken, its frame leaks and std::logic_error is thrown.
 template <class T, class Retrieve>
 T SyncRunWith(Task<T> task, Retrieve&& retrieve)
 {

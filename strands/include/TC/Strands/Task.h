@@ -1,7 +1,8 @@
 #pragma once
-// Task<T>: a lazy coroutine producing one T (or nothing, for Task<void>), awaited once, started
-// by its awaiter and handing control back to it when done, whose frame is owned by whoever
-// awaits it, so a chain of tasks is owned downward from its root.
+// Task<T>: a lazy coroutine producing one T (or nothing), awaited once, started by its awaiter and
+// handing control back when done; its frame is owned by whoever awaits it (owned downward).
+//   TC::Task<int> Answer() { co_return 42; }
+//   TC::Task<void> Caller() { int value = co_await Answer(); }
 
 #include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
@@ -23,10 +24,8 @@ namespace TC
 template <class T = void>
 class Task;
 
-// How many Task starts may run nested on one thread's native stack: a Task whose body awaits a
-// Task, whose body awaits a Task, and so on, each level still running its start (none has
-// suspended or finished yet). Each level costs a few native frames, so the real limit is the
-// stack's; checked mode refuses the level beyond this one by name instead of overflowing.
+// Task starts that may nest on one thread's native stack (each level still in its start); checked
+// mode refuses the level beyond by name instead of overflowing.
 inline constexpr std::uint32_t kTaskNestingLimit = 10000;
 
 namespace detail
@@ -34,8 +33,8 @@ namespace detail
 class ChainFrame;
 class TaskPromiseBase;
 
-// The move-only owner of one Task frame (Task's and its awaiter's). Freeing it frees the frames
-// beneath, deepest first, in constant native stack: see Reset().
+// The move-only owner of one Task frame; freeing it frees the frames beneath, deepest first, in
+// constant native stack (Reset()).
 class TC_API TaskFrame
 {
 public:
@@ -55,10 +54,8 @@ public:
     TaskFrame& operator=(const TaskFrame&) = delete;
     ~TaskFrame() { Reset(); }
 
-    // Destroys the frame and every frame it is suspended awaiting, directly or through the
-    // awaits beneath -- Task awaits and WhenAll/WhenAny awaits, each combinator's children in
-    // order: the deepest first, each completely (locals, awaiters, promise) before the frame
-    // awaiting it, as a recursive teardown would order them, but in a loop.
+    // Destroys the frame and every frame it awaits (Tasks, WhenAll/WhenAny children in order),
+    // deepest first, each completely before its awaiter, in a loop.
     void Reset() noexcept;
     TaskPromiseBase* Release() noexcept { return std::exchange(promise_, nullptr); }
     TaskPromiseBase* Get() const noexcept { return promise_; }
@@ -68,14 +65,12 @@ private:
     TaskPromiseBase* promise_ = nullptr;
 };
 
-// What a ChainFrame can be suspended on that owns frames of its own (a combinator's awaiter),
-// so that TaskFrame::Reset frees those frames in its loop instead of the awaiter's destructor
-// recursing into them.
+// What a ChainFrame can be suspended on that owns frames (a combinator's awaiter), freed by
+// TaskFrame::Reset's loop instead of recursion.
 class AwaitedFrames
 {
 public:
-    // Takes the next frame still owned out of this owner, for the caller to free; null once none
-    // is left. The awaiter's own destruction then finds nothing to free.
+    // Takes the next still-owned frame out, for the caller to free; null once none is left.
     virtual ChainFrame* TakeFrame() noexcept = 0;
 
 protected:
@@ -85,17 +80,16 @@ protected:
     ~AwaitedFrames() = default;
 };
 
-// A coroutine frame that TaskFrame::Reset frees in its loop (a Task's, a combinator's child
-// runner's): its own handle and the links of the await chain through it. The links are set
-// only while the frame is suspended awaiting, so a teardown never follows a stale one.
+// A coroutine frame TaskFrame::Reset frees in its loop: its handle and the await-chain links,
+// set only while it is suspended awaiting.
 class ChainFrame
 {
 public:
     // This frame, as its handle; set once by get_return_object.
     std::coroutine_handle<> Frame() const noexcept { return self_; }
 
-    // A frame awaiting this Task, whose awaiter's `slot` owns this frame, suspends on it: from
-    // here until ResumedAwaiting(), a teardown of the awaiting frame frees this one first.
+    // A frame awaiting this Task suspends on it: until ResumedAwaiting(), tearing the awaiter down
+    // frees this one first.
     void SuspendedAwaiting(ChainFrame& awaiting, TaskFrame& slot) noexcept
     {
         awaiting.awaited_ = &slot;
@@ -107,8 +101,7 @@ public:
             awaiting_->awaited_ = nullptr;
     }
 
-    // This frame suspends on `frames` (a combinator's awaiter): from here until ResumedOnFrames(),
-    // a teardown of this frame frees what `frames` owns first.
+    // This frame suspends on `frames`: until ResumedOnFrames(), tearing it down frees those first.
     void SuspendedOnFrames(AwaitedFrames& frames) noexcept { awaitedFrames_ = &frames; }
     void ResumedOnFrames() noexcept { awaitedFrames_ = nullptr; }
 
@@ -123,8 +116,7 @@ protected:
 private:
     friend class TaskFrame;
 
-    // Takes the next frame this one owns through what it is suspended on out of its owner, or
-    // returns null where none is left.
+    // Takes the next frame owned through what it is suspended on, or null.
     ChainFrame* TakeAwaited() noexcept;
 
     std::coroutine_handle<> self_;
@@ -136,14 +128,12 @@ private:
     ChainFrame* awaiting_ = nullptr;
 };
 
-// What every Task promise carries besides its links: the awaiter to transfer to at the end, the
-// flow's stop token (inherited from the awaiting coroutine), the root of the chain when nobody
-// owns it, and what escaped the body.
+// What every Task promise carries: the awaiter to transfer to, the inherited stop token, the
+// unowned chain's root, and what escaped the body.
 class TaskPromiseBase : public ChainFrame
 {
 public:
-    // Ends the body: hands control to the awaiting coroutine where it is suspended on this
-    // frame, and otherwise back to whoever resumed this one (see StartAwaited).
+    // Ends the body: transfers to a suspended awaiter, else returns to whoever resumed it.
     struct FinalAwaiter
     {
         bool await_ready() const noexcept { return false; }
@@ -151,17 +141,15 @@ public:
         std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept
         {
             TaskPromiseBase& promise = self.promise();
-            // Read before the handshake: once the awaiter learns that this frame finished, it
-            // may continue and free the frame at any moment.
+            // Read before the handshake: the awaiter may free the frame once it learns the end.
             const std::coroutine_handle<> continuation = promise.continuation_;
-            // A root; or a frame that never suspended, so this is still its start, on the
-            // awaiter's thread, which reads the same mark once the start returns: no handshake.
+            // A root, or a frame that never suspended (still its start, on the awaiter's thread):
+            // no handshake.
             if (!continuation || !promise.suspendedOnce_)
                 return std::noop_coroutine();
             if (!promise.FinishedSecond())
                 return std::noop_coroutine(); // the awaiter is still deciding
-            // The awaiter suspended: transfer to it, on this thread (a tail call where the
-            // compiler makes one; one level of stack where it does not).
+            // The awaiter suspended: transfer to it on this thread.
             return continuation;
         }
         void await_resume() const noexcept {}
@@ -174,9 +162,8 @@ public:
     const StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
 
-    // Every co_await in the body: a Task's awaiter marks this frame itself, and only where it
-    // stays suspended, so a chain of tasks that finish during their starts marks none of them.
-    // Anything else is wrapped so that this frame is marked before the awaiter's await_suspend.
+    // Every co_await in the body: a Task's awaiter marks this frame only where it stays
+    // suspended; anything else is wrapped to mark it before the awaiter's await_suspend.
     template <class U>
     typename ::TC::Task<U>::Awaiter await_transform(::TC::Task<U>&& task) noexcept
     {
@@ -188,21 +175,19 @@ public:
         return MarkAwait(std::forward<Operand>(operand), *this);
     }
 
-    // Whether the body has suspended (or begun to) since it started: read by the frame's awaiter
-    // after the start, and by its final suspension.
+    // Whether the body has suspended (or begun to); read by the awaiter after the start and by
+    // the final suspension.
     bool SuspendedOnce() const noexcept { return suspendedOnce_; }
 
-    // Notes that this frame suspends (or may): written only while the frame has never suspended,
-    // which is inside its start, on the thread running the start; never written afterwards, so
-    // the threads that resume the frame later only read it.
+    // Notes that this frame suspends: written only inside its start, on the starting thread;
+    // later resumers only read it.
     void MarkSuspended() noexcept
     {
         if (!suspendedOnce_)
             suspendedOnce_ = true;
     }
 
-    // Names the coroutine awaiting this frame; StartAwaited then starts it. A root task has none:
-    // its final suspension returns to whoever resumed it.
+    // Names the awaiting coroutine; StartAwaited starts it. A root task has none.
     void SetContinuation(std::coroutine_handle<> continuation) noexcept
     {
         continuation_ = continuation;
@@ -220,14 +205,10 @@ public:
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
-    // Starts this frame for the awaiter that SetContinuation named, by resuming it here, and
-    // says whether that awaiter must stay suspended: false when the frame finished before the
-    // start returned, so the awaiter continues in its own activation and a loop of such awaits
-    // runs in constant native stack. Otherwise the frame suspended somewhere, and its final
-    // suspension resumes the awaiter. Each start nests one activation on the native stack until
-    // the started frame first suspends or finishes: checked mode refuses a nesting deeper than
-    // kTaskNestingLimit on one thread. `awaiting` is the awaiter's promise where it is a Task's:
-    // marked as suspended before the handshake that may leave it suspended.
+    // Starts this frame for its awaiter; false when it finished during the start (constant stack
+    // in a loop), true when its final suspension will resume the awaiter. Checked mode refuses
+    // nesting beyond kTaskNestingLimit. `awaiting` (a Task awaiter's promise) is marked suspended
+    // before the handshake that may leave it so.
     bool StartAwaited(TaskPromiseBase* awaiting) noexcept;
 
 protected:
@@ -238,12 +219,9 @@ protected:
     }
 
 private:
-    // The handshake between StartAwaited and FinalAwaiter, which can run on different threads
-    // when the frame suspends and another thread resumes it. Each side exchanges its state in,
-    // and whichever comes second continues the awaiter. acq_rel on both exchanges (and acquire
-    // on the awaiter's look before its own): where the frame finished first, the awaiter sees its
-    // result and everything the body wrote; where the awaiter suspended first, the final
-    // suspension sees the awaiting frame as it was left before it resumes it.
+    // The StartAwaited/FinalAwaiter handshake (maybe on two threads): whichever exchanges second
+    // continues the awaiter. acq_rel both ways (acquire on the awaiter's first look): each side
+    // sees what the other left.
     enum Handoff : std::uint8_t
     {
         kUndecided,
@@ -255,9 +233,8 @@ private:
     {
         return handoff_.exchange(kFinished, std::memory_order_acq_rel) == kAwaiterSuspended;
     }
-    // The awaiter's side, after a start in which the frame suspended: true where the awaiter
-    // must stay suspended. A frame that already finished is seen by the look alone. The awaiting
-    // Task is marked before the exchange, which publishes it to the thread that may resume it.
+    // The awaiter's side after a start in which the frame suspended: true where it must stay
+    // suspended (a look suffices if finished); the awaiting Task is marked before the exchange.
     bool AwaiterSuspendedFirst(TaskPromiseBase* awaiting) noexcept
     {
         if (handoff_.load(std::memory_order_acquire) == kFinished)
@@ -268,11 +245,8 @@ private:
     }
 
     std::coroutine_handle<> continuation_;
-    // Whether the body ever suspended (or began to). A frame that did not has run from its start
-    // to its final suspension inside the start, on one thread: the start returns false on a
-    // plain read of it, and the final suspension skips the handshake. Only its first suspension
-    // writes it, before the awaiter's await_suspend publishes the frame, and that is always
-    // during the start; its awaiter reads it after the start returns, on the same thread.
+    // Whether the body ever suspended (or began to): if not, start and final suspension ran on one
+    // thread and skip the handshake. Written only during the start, read after it on that thread.
     bool suspendedOnce_ = false;
     std::atomic<Handoff> handoff_{kUndecided};
     StopToken token_;
@@ -281,9 +255,8 @@ private:
 };
 
 #if TC_CHECKED
-// The Task starts (and combinator runner starts) running nested on this thread's native stack,
-// for checked mode's nesting limit. Saved and restored around each start rather than counted
-// down, so a thread's count cannot drift.
+// Task starts nested on this thread's stack, for checked mode's limit (saved and restored around
+// each start, so it cannot drift).
 inline std::uint32_t& NestedStarts() noexcept
 {
     thread_local std::uint32_t nested = 0;
@@ -326,13 +299,11 @@ inline bool TaskPromiseBase::StartAwaited(TaskPromiseBase* awaiting) noexcept
         [[maybe_unused]] const NestedStart nested;
         Frame().resume();
     }
-    // Never suspended: it ran to its final suspension inside the start, on this thread, and
-    // nobody else has seen it. No atomic operation on either side.
+    // Never suspended: finished inside the start on this thread; no atomic operation either side.
     if (!suspendedOnce_)
         return false;
-    // Whatever the body left in this frame is read only after the handshake says it finished;
-    // where it did not, the frame (and the awaiter) may already be resumed elsewhere, so nothing
-    // of either is touched after the exchange.
+    // The body's results are read only after the handshake says finished; otherwise nothing of
+    // the frame or awaiter is touched after the exchange.
     return AwaiterSuspendedFirst(awaiting);
 }
 
@@ -351,10 +322,8 @@ inline void TaskFrame::Reset() noexcept
     ChainFrame* const top = std::exchange(promise_, nullptr);
     if (!top)
         return;
-    // A post-order walk of the tree of frames beneath `top`, without a stack: each frame taken
-    // from its owner on the way down records the frame it was taken for, so the walk climbs back
-    // to it once the frame is destroyed and takes its next child, if it has one. The owners are
-    // empty by the time the frames holding them are destroyed, so no destructor recurses.
+    // A stackless post-order walk of the frames beneath `top`: each frame taken records where it
+    // was taken, the walk climbs back after destroying it; owners are empty when destroyed.
     for (ChainFrame* frame = top;;)
     {
         while (ChainFrame* const child = frame->TakeAwaited())
@@ -406,34 +375,23 @@ public:
 
 [[noreturn]] inline void ThrowEmptyTask(const char* what)
 {
-    // A precondition violation that survives a Release build: not a recoverable error, and not
-    // to be caught -- fix the call instead.
+    // A precondition violation that survives Release builds: fix the call, do not catch it.
     throw std::logic_error(what);
 }
 } // namespace detail
 
-// Starts suspended: nothing runs until it is awaited (co_await std::move(task)) or its Handle()
-// is resumed by its owner. Awaiting moves the frame into the awaiter, which destroys it at the
-// end of the co_await expression; a named task awaited with std::move is empty afterwards. The
-// promise inherits the awaiting coroutine's stop token and unowned root.
-//
-// Stack: guides/coroutines.md, "The stack an await costs".
-/// - An await of a task that finishes without suspending costs no native stack once it is over:
-///   the awaiting coroutine continues in its own activation, so a loop of such awaits runs in
-///   constant stack in every build, with or without tail calls, and no atomic operation.
-/// - Any awaiter can be awaited in the body, also one that can be neither moved nor copied: it is
-///   used in place, as the standard uses it (the promise's await_transform only forwards to it).
-/// - A task that suspends resumes its awaiter from its final suspension, on the thread that
-///   finished it, exactly once, also where it finishes while the awaiter is still starting it.
-/// - Starts running nested (a body awaiting a task whose body awaits a task, none suspended yet)
-///   cost a few native frames per level; checked mode refuses the start beyond
+// Starts suspended: runs when awaited (co_await std::move(task)) or when its owner resumes
+// Handle(). Awaiting moves the frame into the awaiter (the task is empty after); it inherits the
+// awaiting coroutine's stop token and unowned root (stack: guides/coroutines.md).
+/// - Awaiting a task that finishes without suspending costs no stack once over and no atomic
+///   operation: constant stack in a loop, every build.
+/// - Any awaiter can be awaited in the body, even one neither movable nor copyable (used in place).
+/// - A task that suspends resumes its awaiter from its final suspension, on the finishing thread,
+///   exactly once.
+/// - Nested starts cost a few frames per level; checked mode refuses the start beyond
 ///   kTaskNestingLimit on one thread ("Task awaits nested too deep").
-//
-// Lifetime: the frame lives as long as the Task (or the awaiter it moved into) that owns it.
-// Destroying a task that is suspended somewhere destroys its whole chain and is only safe when
-// nothing else will resume it (a ParkedWork's abandon path exists for that). The frames it
-// awaits, through Tasks and WhenAll/WhenAny alike, are freed deepest first, each completely
-// before the one awaiting it, in constant native stack however deep the nesting.
+/// - The frame lives as long as its owning Task or awaiter. Destroying a suspended task destroys
+///   its chain (safe only if nothing will resume it), deepest first, in constant stack.
 template <class T>
 class [[nodiscard("a Task does nothing until it is awaited")]] Task
 {
@@ -456,25 +414,22 @@ public:
     public:
         explicit Awaiter(detail::TaskFrame frame) noexcept : frame_(std::move(frame)) {}
 
-        // An empty task (default-constructed, moved from, released) is ready; await_resume then
-        // refuses it with std::logic_error.
+        // An empty task is ready; await_resume refuses it with std::logic_error.
         bool await_ready() const noexcept { return !frame_ || frame_.Get()->Frame().done(); }
 
-        // Starts the task here and continues without suspending where it finished during its
-        // start (constant stack however many such awaits run in a loop); otherwise stays
-        // suspended until the task's final suspension resumes it, on whichever thread that is.
+        // Starts the task; continues at once if it finished during the start, else stays
+        // suspended until its final suspension resumes it (on that thread).
         template <class AwaitingPromise>
         bool await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
         {
             promise_type& promise = PromiseOf(frame_);
             promise.SetContinuation(awaiting);
             promise.InheritFrom(awaiting.promise());
-            // A Task or a combinator's runner awaiting a Task: linked for TaskFrame::Reset. Any
-            // other awaiting coroutine (a DetachedTask) frees it by destroying this awaiter.
+            // A Task or combinator runner awaiting: linked for TaskFrame::Reset; any other
+            // coroutine (DetachedTask) frees it by destroying this awaiter.
             if constexpr (std::is_base_of_v<detail::ChainFrame, AwaitingPromise>)
                 promise.SuspendedAwaiting(awaiting.promise(), frame_);
-            // An awaiting Task is marked as suspended only where this await really may leave it
-            // suspended (see TaskPromiseBase::await_transform).
+            // An awaiting Task is marked suspended only where this await may leave it so.
             if constexpr (std::is_base_of_v<detail::TaskPromiseBase, AwaitingPromise>)
                 return promise.StartAwaited(&awaiting.promise());
             else
@@ -497,17 +452,15 @@ public:
     // The awaiter owns the frame from here on: the Task is empty afterwards.
     Awaiter operator co_await() && noexcept { return Awaiter(std::move(frame_)); }
 
-    // True when the frame has finished -- and also for a task that owns no frame (default
-    // constructed, moved from, released), which is why Result() checks both.
+    // True when the frame finished, and for a task owning no frame (Result() checks both).
     bool Done() const noexcept
     {
         return !frame_ || frame_.Get()->Frame().done();
     }
     bool OwnsFrame() const noexcept { return static_cast<bool>(frame_); }
 
-    // The value (moved out; call once), or what escaped the body, rethrown. Requires an owned
-    // frame that is done: a task owning no frame, or not finished, is refused with
-    // std::logic_error rather than answered with a default-constructed T.
+    // The value (moved out; once), or the body's exception rethrown; a task owning no frame or
+    // not finished is refused with std::logic_error.
     T Result()
     {
         if (!frame_)
@@ -522,16 +475,15 @@ public:
     {
         return frame_ ? Handle::from_promise(PromiseOf(frame_)) : Handle();
     }
-    // Hands the frame to the caller, who must destroy it; the task is empty afterwards. Its
-    // handle's destroy() frees the Task frames it awaits as Task's destruction does.
+    // Hands the frame to the caller to destroy (the task is empty); its destroy() frees the Task
+    // frames it awaits too.
     Handle Release() noexcept
     {
         detail::TaskPromiseBase* const promise = frame_.Release();
         return promise ? Handle::from_promise(static_cast<promise_type&>(*promise)) : Handle();
     }
 
-    // Gives a root task the token its flow observes; before it starts. A task that is awaited
-    // takes its awaiter's token instead.
+    // Gives a root task its flow's token, before it starts; an awaited task takes its awaiter's.
     void SetStopToken(StopToken token) noexcept
     {
         if (frame_)

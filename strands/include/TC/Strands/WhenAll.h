@@ -8,14 +8,11 @@
 
 namespace TC
 {
-// co_await WhenAll(std::move(a), std::move(b), ...): each child inherits the awaiting
-// coroutine's stop token and unowned root. It does not cancel siblings when one throws: the
-// first escape -- a cancellation included -- is rethrown once every child has finished. Children
-// run on whatever resumes them; the awaiting coroutine resumes on the thread of the last one to
-// finish (symmetric transfer), or inline if all finished while starting. A child whose executor
-// drops its resumption (a closed strand) is freed alone, so siblings parked elsewhere stay valid;
-// the awaiting coroutine then never resumes, and its unowned chain is freed from its root once
-// every other child has finished or been dropped too.
+// co_await WhenAll(std::move(a), std::move(b), ...): children inherit the stop token and unowned
+// root; no sibling cancellation; the first escape is rethrown once all finished.
+/// - The awaiter resumes on the last child's thread (inline if all finished while starting).
+/// - A child whose resumption is dropped is freed alone; the awaiter never resumes and its chain
+///   is freed once every other child finished or was dropped.
 template <class... Tasks>
     requires(std::is_same_v<Tasks, Task<void>> && ...)
 detail::JoinAwaiter<detail::JoinMode::All> WhenAll(Tasks&&... tasks)

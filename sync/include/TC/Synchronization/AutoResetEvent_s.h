@@ -1,5 +1,7 @@
 #pragma once
 // AutoResetEvent_s: a signal that lets one waiter pass per Set, for exactly one waiter at a time.
+//   TC::Synchronization::AutoResetEvent_s ready;
+//   ready.Set();  /* the waiter: */  ready.Wait();
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -15,25 +17,13 @@
 
 namespace TC::Synchronization
 {
-// Set resumes the waiter, or leaves the event signaled for the next Wait, which clears it.
-// Sets do not accumulate.
-// At most one waiter at a time (task, converted thread or coroutine; checked mode fails a
-// second); Set and Reset may be called from any thread and any number of times. Calling TryWait
-// or Wait from two threads at once breaks the one-waiter rule; use AutoResetEvent for several
-// waiters.
-//
-// Set counts instead of storing a flag (guides/single-waiter.md#how-autoresetevent_s-counts):
-// the setters' word holds how many Sets found no waiter, a reset flag and a waiter flag, and the
-// waiter keeps, in a word only it writes, the count it last consumed. The event is set while the
-// count is past that and no Reset came after the last Set. So a Wait that passes is a load and a
-// plain store, with no RMW, and a Set is one RMW: a Set+Wait pair that does not suspend costs one
-// locked instruction. A waiter that finds no signal publishes itself with one RMW, and a Set
-// that finds it published claims it with its own, leaving the count alone.
-//
-// Destruction: by the waiter as soon as its Wait returned (the usual "signal me, then I free the
-// event" pattern), or by anyone once no waiter is suspended and no Set is running. Neither a Set
-// that counts nor a waiter that passes touches the object after its one access of the setters'
-// word; a Set that claims the waiter touches the object only until it resumes it.
+// Set resumes the waiter or leaves the event signaled for the next Wait, which clears it; Sets
+// do not accumulate.
+/// - One waiter at a time (checked mode fails a second; TryWait/Wait from two threads breaks it);
+///   use AutoResetEvent for several. Set and Reset: any thread, any number of times.
+/// - A passing Wait is a load and a plain store; a Set is one RMW (guides/single-waiter.md).
+/// - Destroy it by the waiter as soon as its Wait returned, or by anyone once no waiter is
+///   suspended and no Set runs.
 class AutoResetEvent_s : private ISuspendCallback
 {
 public:
@@ -44,8 +34,7 @@ public:
     AutoResetEvent_s(const AutoResetEvent_s&) = delete;
     AutoResetEvent_s& operator=(const AutoResetEvent_s&) = delete;
 
-    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
-    // through a base pointer.
+    // Virtual only because of virtual members (-Wnon-virtual-dtor); never deleted through a base.
     virtual ~AutoResetEvent_s()
     {
 #if TC_CHECKED
@@ -63,20 +52,16 @@ public:
         std::uint64_t desired;
         do
         {
-            // A published waiter is claimed and the count left alone (the waiter consumed up to
-            // it when it published itself); otherwise one more Set is counted. Either way the
-            // Set supersedes any Reset before it.
+            // Claims a published waiter (count left alone), else counts a Set; supersedes any
+            // earlier Reset.
             desired = (word & kWaiter) ? word & ~(kWaiter | kReset) : (word & ~kReset) + kOneSet;
-            // acq_rel: release publishes our caller's writes to the waiter that reads this count
-            // (the waiter's pass is a load, so the Set must write even on a set event, or the
-            // waiter could pass on an older Set's count without seeing what this caller wrote);
-            // acquire reads the waiter's entry, stored before its publishing CAS.
+            // acq_rel: release publishes our caller's writes to the waiter (so even a set event
+            // gets the write); acquire reads the waiter's entry.
         } while (!word_.compare_exchange_weak(word, desired, std::memory_order_acq_rel,
                                               std::memory_order_relaxed));
         if (word & kWaiter)
         {
-            // Claimed: the waiter stays suspended until the ResumeTask below, so the object is
-            // still ours to write. Its consumed count is the one it published with.
+            // Claimed: the waiter stays suspended until ResumeTask; its consumed count stands.
             const SuspendedTask waiter = SuspendedWaiter();
             consumed_.store(ConsumedTag(word), std::memory_order_relaxed);
             ResumeTask(waiter);
@@ -106,8 +91,7 @@ public:
     // Passes if set, clearing it, without suspending; true if it passed. The waiter only.
     bool TryWait() noexcept
     {
-        // acquire: the Set that wrote this count released its caller's writes, and every write
-        // of the word is an RMW, so each earlier Set's release reaches us through it too.
+            // acquire: the Set that wrote this count (and, through the RMW chain, earlier Sets).
         const std::uint64_t word = word_.load(std::memory_order_acquire);
         TC_CHECK(!(word & kWaiter), "one waiter at a time on a _s event",
                  "a second waiter on an AutoResetEvent_s while one is suspended");
@@ -124,18 +108,15 @@ public:
             SuspendTask(this);
     }
 
-    // The same, but returns false if no Set came within the timeout (unlimited without
-    // EnableTimers); true when it passed.
-    /// - A Set that claims the waiter as the deadline passes makes the wait return true; one
-    ///   after the timeout took the waiter back leaves the event set: no signal is lost.
+    // The same, but false if no Set came within the timeout (unlimited without EnableTimers). A
+    // Set racing the deadline either ends the wait true or leaves the event set: none is lost.
     bool Wait(Duration timeout)
     {
         return TryWait() || SuspendTaskFor(this, timeout);
     }
 
-    // co_await ev, co_await ev.WaitAsync(), co_await ev.WaitAsync(timeout) (yields false on
-    // timeout): the coroutine forms; the coroutine continues on the executor that was current
-    // when it suspended.
+    // co_await ev, ev.WaitAsync(), ev.WaitAsync(timeout) (false on timeout): coroutine forms,
+    // continuing on the executor current at the suspension.
     using WaitAwaiter = detail::EventWaitAwaiter<AutoResetEvent_s>;
     using WaitForAwaiter = detail::EventWaitForAwaiter<AutoResetEvent_s>;
     WaitAwaiter WaitAsync() noexcept
@@ -189,8 +170,7 @@ private:
             }
             TC_CHECK(!(word & kWaiter), "one waiter at a time on a _s event",
                      "a second waiter suspended on an AutoResetEvent_s");
-            // The entry goes where the consumed count was: a Set that claims us puts the count
-            // back (it equals the word's, which no Set moves while we are published).
+            // The entry replaces the consumed count; a claiming Set puts it back.
             consumed_.store(detail::WordOf(task), std::memory_order_relaxed);
             // release: publishes the entry; acquire on failure: a Set's count, as above.
             if (word_.compare_exchange_weak(word, word | kWaiter, std::memory_order_release,

@@ -1,6 +1,8 @@
 #pragma once
 // Channel<T>: a multi-producer multi-consumer queue for tasks, threads and coroutines, unbounded
 // or bounded, with Close.
+//   TC::Synchronization::Channel<int> channel(64);
+//   channel.Send(1);  std::optional<int> value = channel.Receive();  channel.Close();
 
 #include <TC/Duration.h>
 #include <TC/Synchronization/detail/ChannelCore.h>
@@ -26,47 +28,23 @@ enum class ChannelStatus : std::uint8_t
     TimedOut, // a timed operation ran out of time
 };
 
-// Any number of senders and receivers, each a task, a converted thread or a coroutine. Capacity
-// 0 (the default) means unbounded: Send never waits, and the channel grows by chunks. A bounded
-// channel holds at most `capacity` values: Send suspends while it is full.
-//
-// Receive suspends while the channel is empty; after Close it still returns what was sent
-// before, then std::nullopt. Close resumes every waiting sender (Send returns false, its value is
-// dropped) and every waiting receiver of an empty channel. A Send that runs concurrently with
-// Close may still be accepted; it is then received like any other value (or destroyed with the
-// channel).
-//
-// Ordering: one FIFO. Values are received in the order their sends queued them, so the values
-// of one sender arrive in the order sent -- also from a task that migrates between workers or a
-// coroutine resumed elsewhere -- and values of different senders interleave. Queued waiters are
-// resumed in arrival order; a caller that finds a value (or room) ready may pass before them.
-// Fast path, lock-free: a send is one compare-exchange to claim a slot, the value constructed in
-// place, one store to publish it and one fetch_add on the values' gate; a receive is one CAS on
-// that gate, one compare-exchange to claim the oldest slot, the move out and one fetch_or to
-// free the slot; a bounded channel adds a CAS on the room gate to a send and a fetch_add to a
-// receive. Each gate counts each side on its own cache line (detail/SplitGate.h), so the two
-// sides share only the slots' lines. Waits go through the suspend protocol; a converted thread
-// spins up to about 2.5 us for a value or room before it suspends (for room, it waits during
-// the spin for a quarter of the capacity, at most 64, and takes what there is when the spin
-// ends: fewer crossings of the room gate's line), and so does a task while nothing else is
-// queued for its worker; a coroutine, a task with work queued beside it or on a host-pumped
-// scheduler, and a thread whose waits pump a scheduler do not spin
-// (TC::SpinBeforeWaitHoldsNothingUp). Values live in blocks of 31 slots; freed
-// blocks are kept for reuse, so a steady flow allocates nothing, and a bounded channel allocates
-// every block it can span when it is constructed (afterwards only when a stalled receiver or the
-// slots of throwing sends keep blocks out of use, detail/ChannelCore.h).
-//
-// A Send whose move or copy into the channel throws sends nothing: the exception propagates and
-// the channel is as if the Send had not happened. A receive whose move out of the channel throws
-// loses that value (it is destroyed) and propagates the exception.
-//
-// Destruction: when nobody waits on it and no call is running; remaining values are destroyed.
+// Any number of senders and receivers (tasks, converted threads, coroutines); capacity 0 is
+// unbounded (Send never waits), else Send suspends while `capacity` values are held.
+/// - Receive suspends while empty; after Close it returns what was sent before, then nullopt.
+/// - Close resumes waiting senders (Send returns false, value dropped) and receivers of an empty
+///   channel; a Send concurrent with Close may still be accepted and received.
+/// - One FIFO: each sender's values arrive in order (also across workers); waiters resume in
+///   arrival order, but a caller finding a value or room ready may pass them.
+/// - Lock-free fast path; threads (and tasks with nothing else queued) spin ~2.5 us before
+///   suspending. A steady flow allocates nothing (design: guides/design-notes.md).
+/// - A Send whose move or copy throws sends nothing; a receive whose move out throws loses that
+///   value. Both propagate the exception.
+/// - Destroy it when nobody waits and no call runs; remaining values are destroyed.
 template <class T>
 class Channel
 {
 public:
-    // Throws std::bad_alloc when the channel's first block (and, bounded, every block it can
-    // span) cannot be allocated.
+    // Throws std::bad_alloc if the first block (bounded: every block it spans) cannot be had.
     explicit Channel(std::size_t capacity = 0)
         : core_(sizeof(T), alignof(T), capacity,
                 std::is_trivially_destructible_v<T> ? nullptr : &DestroyValue)
@@ -75,8 +53,7 @@ public:
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
 
-    // Sends a value: true if accepted, false if the channel is closed. A bounded channel
-    // suspends the caller (task or converted thread) while it is full.
+    // Sends a value: true if accepted, false if closed. Bounded: suspends while full.
     bool Send(T value)
     {
         if (core_.IsClosed())
@@ -87,8 +64,7 @@ public:
         return true;
     }
 
-    // As Send on a bounded channel, but gives up after `timeout`: Ok, Closed or TimedOut. A zero
-    // or negative timeout only looks for room, and never waits (with timers enabled or not).
+    // Bounded Send limited to `timeout`: Ok, Closed or TimedOut; zero or negative only looks.
     ChannelStatus Send(T value, Duration timeout)
     {
         if (core_.IsClosed())
@@ -115,8 +91,7 @@ public:
     }
     ChannelStatus TrySend(const T& value) { return TrySend(T(value)); }
 
-    // Receives the oldest value of some sender, suspending (task or converted thread) while the
-    // channel is empty; std::nullopt once it is closed and drained.
+    // Receives the oldest value, suspending while empty; std::nullopt once closed and drained.
     std::optional<T> Receive()
     {
         if (core_.items.TryAcquire() || core_.items.Acquire() == detail::AcquireResult::Acquired)
@@ -124,8 +99,8 @@ public:
         return std::nullopt;
     }
 
-    // As Receive, but gives up after `timeout`: Ok (value in `out`), Closed or TimedOut. A zero
-    // or negative timeout only looks for a value, and never waits (with timers enabled or not).
+    // Receive limited to `timeout`: Ok (value in `out`), Closed or TimedOut; zero or negative
+    // only looks.
     ChannelStatus Receive(T& out, Duration timeout)
     {
         const detail::AcquireResult result = core_.items.TryAcquire()
@@ -148,11 +123,11 @@ public:
         return ChannelStatus::Ok;
     }
 
-    // Refuses further sends and resumes every waiter as described above. Idempotent; any thread.
+    // Refuses further sends and resumes every waiter (above). Idempotent; any thread.
     void Close() noexcept { core_.Close(); }
     bool IsClosed() const noexcept { return core_.IsClosed(); }
 
-    // A snapshot of the number of values held (ignores sends and receives in progress).
+    // A snapshot of the values held (sends and receives in progress ignored).
     std::size_t SizeApprox() const noexcept
     {
         const auto n = core_.items.Available();
@@ -187,12 +162,11 @@ public:
         detail::SplitGate::AcquireAwaiter inner_;
     };
 
-    // co_await ch.SendAsync(value): yields true if accepted, false if closed; suspends while a
-    // bounded channel is full.
+    // co_await ch.SendAsync(value): true if accepted, false if closed; suspends while full.
     class [[nodiscard("co_await it")]] SendAwaiter
     {
     public:
-        // Not noexcept for a throwing move: the exception must reach the sender, as Send's does.
+        // Not noexcept: a throwing move's exception reaches the sender, as Send's does.
         SendAwaiter(Channel & owner, T && value) noexcept(std::is_nothrow_move_constructible_v<T>)
             : owner_(owner), value_(std::move(value)), inner_(owner.core_.space)
         {
@@ -240,8 +214,8 @@ private:
 
     static void DestroyValue(void* value) noexcept { std::launder(static_cast<T*>(value))->~T(); }
 
-    // Room is granted (bounded) or made by a new block (unbounded): construct in place, then
-    // publish. A throwing move leaves the slot marked empty for receivers to step over.
+    // Room granted or a new block made: construct in place, then publish; a throwing move leaves
+    // the slot empty for receivers to step over.
     void Emplace(T&& value)
     {
         const detail::ChannelCore::Slot slot = core_.ClaimForSend();

@@ -1,5 +1,6 @@
 #pragma once
 // ConditionVariable: waits for a condition guarded by a Mutex, from tasks, threads and coroutines.
+//   auto lock = mutex.Lock();  cv.Wait(lock, [&] { return ready; });
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -25,23 +26,14 @@ enum class CvStatus : std::uint8_t
     TimedOut,
 };
 
-// The condition variable of Mutex. Wait(lock) releases the mutex and suspends the caller as one
-// step (the waiter is queued before the mutex is released, so a notification made under the
-// mutex after that point cannot be missed), and returns with the mutex held again.
-//
-// Wake-up rules:
-// - No spurious wake-ups from the implementation: Wait(lock) returns only after a NotifyOne or
-//   NotifyAll chose this waiter, and WaitFor also after its timeout.
-// - But a returned Wait does not mean the condition holds: between the notification and the
-//   moment this waiter owns the mutex again, other owners may have run and changed the state
-//   (a "stolen" wake-up). Always re-check, or use the predicate forms, which loop.
-// - NotifyOne resumes the oldest waiter; NotifyAll every waiter queued at that moment; a waiter
-//   that queues after a Notify is not woken by it. Notify may be called with or without the mutex.
-// - A notified waiter is moved straight into the mutex's FIFO queue (wait morphing) instead of
-//   being resumed to fight over the mutex, so NotifyAll wakes waiters one owner at a time.
-//
-// Destruction: when no waiter is queued and no Notify is running; waiters already notified
-// (still waiting for the mutex, even past their timeout) do not count.
+// Mutex's condition variable: Wait(lock) queues the waiter, then releases the mutex (a Notify
+// under the mutex cannot be missed) and returns owning it again.
+/// - No spurious wake-ups: Wait returns only when a Notify chose it (WaitFor also on timeout).
+/// - A returned Wait does not mean the condition holds (a stolen wake-up): re-check, or use the
+///   predicate forms.
+/// - NotifyOne: the oldest waiter; NotifyAll: those queued then. With or without the mutex.
+/// - A notified waiter moves straight into the mutex's FIFO (wait morphing).
+/// - Destroy it with no waiter queued and no Notify running (notified waiters do not count).
 class TC_API ConditionVariable
 {
 public:
@@ -54,8 +46,7 @@ public:
                  "a ConditionVariable was destroyed with waiters queued on it");
     }
 
-    // Precondition: `lock` owns its mutex. Releases it, suspends (task or converted thread)
-    // until notified, returns owning it again.
+    // Precondition: `lock` owns its mutex. Releases it, suspends until notified, re-owns it.
     void Wait(std::unique_lock<Mutex>& lock);
 
     // Waits until pred() is true (checked under the mutex, before the first wait too).
@@ -66,8 +57,7 @@ public:
             Wait(lock);
     }
 
-    // As Wait, but also returns after `timeout` (unlimited without EnableTimers); always
-    // returns owning the mutex.
+    // As Wait, also returning after `timeout` (unlimited without EnableTimers); owns the mutex.
     CvStatus WaitFor(std::unique_lock<Mutex>& lock, Duration timeout);
 
     // Waits until pred() is true or `timeout` passed; returns pred() (false: timed out).
@@ -94,8 +84,8 @@ public:
     // Resumes every waiter queued now. Any thread.
     void NotifyAll() noexcept;
 
-    // co_await cv.WaitAsync(mutex): the coroutine holds `mutex`; it is released while the
-    // coroutine waits and owned again when it continues (on the executor current at suspension).
+    // co_await cv.WaitAsync(mutex): released while waiting, owned again when the coroutine
+    // continues (on the executor current at suspension).
     class [[nodiscard("co_await it")]] WaitAwaiter;
     WaitAwaiter WaitAsync(Mutex& mutex) noexcept;
 
@@ -111,11 +101,8 @@ private:
             return {owner_, &typeid(ConditionVariable), nullptr};
         }
         Mutex* GetMutex() const noexcept { return mutex_; }
-        // Whether a Notify (kNotified) or the timeout (kTimingOut) ends this wait, decided by one
-        // CAS before either touches the other's side: a notified node's OnTimeout then never
-        // touches this condition variable, which its owner may destroy once nobody waits on it.
-        // Not WaitNode::linked: once a Notify hands the node to the mutex's queue, `linked`
-        // speaks of that queue.
+        // One CAS decides whether a Notify (kNotified) or the timeout (kTimingOut) ends the
+        // wait: a notified node's OnTimeout never touches this object. (Not WaitNode::linked.)
         static constexpr std::uint8_t kWaiting = 0;
         static constexpr std::uint8_t kNotified = 1;
         static constexpr std::uint8_t kTimingOut = 2;

@@ -1,5 +1,7 @@
 #pragma once
 // Mailbox<T>: holds one value of T for one waiting taker; the generic form of the guide's Mailbox.
+//   TC::Synchronization::Mailbox<int> box;
+//   box.Put(7);  /* elsewhere */  int value = box.Take();
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -21,26 +23,15 @@
 
 namespace TC::Synchronization
 {
-// Put may be called from any thread, any number of times: a value not yet taken is replaced
-// (Put reports that). Take suspends until a value is there. One taker at a time (a task, a
-// converted thread or a coroutine; checked mode fails a second), and timed takes work.
-//
-// Design: one atomic word holds the state -- empty, full, locked (a Put or the taker is moving a
-// value in or out of the slot) -- or the address of the suspended taker's entry, as the _s
-// events keep theirs. A Put that finds the taker claims it with one compare-exchange and moves
-// the value into a second slot only the resumed taker reads (the handoff), so a round trip
-// through a suspended taker costs the Put one RMW and the taker one (its publication); a value
-// that finds no taker goes into the slot under the lock state (one RMW each for Put and take).
-// A late Put never resumes the taker's next wait: the claim and the check of who waits are one
-// RMW. Neither Put nor the taker's publication touches the object after the RMW or the store
-// that hands it over, so the taker may destroy it as soon as its Take returned.
-//
-// T's move constructor must not throw: a Put that has claimed the suspended taker owes it the
-// value (hold a throwing type through std::unique_ptr). A copy into Put's by-value parameter
-// that throws does so before the mailbox is touched. TryTake counts as a take (one taker).
-//
-// Destruction: when no taker is suspended and no Put is running; the taker may destroy it as
-// soon as its Take returned.
+// Put from any thread, any number of times (a value not yet taken is replaced, and Put says so);
+// Take suspends until a value is there; timed takes work.
+/// - One taker at a time (TryTake counts; checked mode fails a second).
+/// - State and the suspended taker in one word; a late Put never resumes the taker's next wait
+///   (design: guides/design-notes.md).
+/// - T's move constructor must not throw (hold such T in std::unique_ptr); a throwing copy into
+///   Put's parameter happens before the mailbox is touched.
+/// - Destroy it with no taker suspended and no Put running; the taker may destroy it as soon as
+///   its Take returned.
 template <class T>
 class Mailbox : private ISuspendCallback
 {
@@ -54,8 +45,7 @@ public:
     Mailbox(const Mailbox&) = delete;
     Mailbox& operator=(const Mailbox&) = delete;
 
-    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
-    // through a base pointer.
+    // Virtual only because of virtual members (-Wnon-virtual-dtor); never deleted through a base.
     virtual ~Mailbox()
     {
 #if TC_CHECKED
@@ -66,37 +56,33 @@ public:
 #endif
     }
 
-    // Stores the value (replacing one not yet taken: then returns true) and resumes the taker.
-    // Any thread, also a callback; waits at most for another Put's or a take's move of a T.
+    // Stores the value (true if it replaced one) and resumes the taker. Any thread, also a
+    // callback; waits at most for another move of a T.
     bool Put(T value) noexcept
     {
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
         for (unsigned spins = 0;;)
         {
             word = WaitOutLock(word, spins);
-            // A suspended taker is claimed (the word goes back to empty: nobody else touches
-            // the handoff); otherwise the slot is locked. acquire: the taker's publication (its
-            // handle, and its read of the last handoff) or the last holder's slot writes.
+            // A suspended taker is claimed (word back to empty), else the slot locked. acquire:
+            // the taker's publication or the last holder's slot writes.
             if (!word_.compare_exchange_weak(word, IsWaiter(word) ? kEmpty : kLocked,
                                              std::memory_order_acquire, std::memory_order_relaxed))
                 continue;
             if (IsWaiter(word))
             {
-                // The taker is ours: it reads the handoff only after our ResumeTask (which
-                // orders the write before it), and cannot destroy the mailbox before that.
+                // The taker reads the handoff only after our ResumeTask.
                 handoff_.emplace(std::move(value));
                 ResumeTask(detail::WaiterOf(word));
                 return false;
             }
             const bool replaced = word == kFull;
-            // The old value leaves the slot now; its destructor (user code, which might Put
-            // again) runs after we unlock.
+            // The old value leaves now; its destructor (which might Put) runs after the unlock.
             std::optional<T> old;
             if (replaced)
                 old.emplace(std::move(*value_));
             value_.emplace(std::move(value));
-            // release: the taker that locks the word next reads the value we stored. The last
-            // access to the object: the taker may take the value and destroy it from here on.
+            // release: the next locker reads our value. The last access: the taker may destroy.
             word_.store(kFull, std::memory_order_release);
             return replaced;
         }
@@ -158,8 +144,8 @@ public:
         return IsWaiter(word_.load(std::memory_order_acquire));
     }
 
-    // co_await box.TakeAsync(): yields the value (the coroutine continues on the executor that
-    // was current when it suspended). co_await box.TakeAsync(timeout) yields std::optional<T>.
+    // co_await box.TakeAsync(): yields the value (continues on the executor current at the
+    // suspension); TakeAsync(timeout) yields std::optional<T>.
     class [[nodiscard("co_await it")]] TakeAwaiter
     {
     public:
@@ -175,9 +161,7 @@ public:
         }
         T await_resume() noexcept
         {
-            // A Put resumed us with a handoff, or our publication found the slot full; only
-            // we empty it, and TryTake waits out a replacing Put's lock: either way it is
-            // there (tests/model/mailbox_word.pml checks it).
+            // Handoff or full slot: either way the value is there (tests/model/mailbox_word.pml).
             if (!taken_)
                 taken_ = owner_.TryTake();
             TC_CHECK(taken_.has_value(), "one taker at a time on a Mailbox",
@@ -236,8 +220,7 @@ private:
     {
         return word > kLocked;
     }
-    // Reloads `word` until no Put or take holds the lock state (a move of a T); `spins` paces
-    // the wait across the caller's retries.
+    // Reloads `word` until no move of a T holds the lock state; `spins` paces retries.
     std::uintptr_t WaitOutLock(std::uintptr_t word, unsigned& spins) const noexcept
     {
         while (word == kLocked)
@@ -255,8 +238,7 @@ private:
         return taken;
     }
 
-    // Publishes the taker, or resumes it at once if the slot is full. A lock here is a Put on
-    // its way to FULL (the taker is not taking); waiting it out saves a reschedule.
+    // Publishes the taker, or resumes it at once if full (a lock here is a Put heading to FULL).
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const std::uintptr_t self = detail::WordOf(task);
@@ -271,8 +253,8 @@ private:
             }
             TC_CHECK(word == kEmpty, "one waiter at a time on a Single primitive",
                      "a second taker suspended on a Mailbox");
-            // release: publishes the handle, and orders our read of the last handoff before
-            // the next Put's write of it.
+            // release: publishes the handle, and orders our read of the last handoff before the
+            // next Put's write.
             if (word_.compare_exchange_weak(word, self, std::memory_order_release,
                                             std::memory_order_relaxed))
                 return; // the last access: from here on a Put owns the taker

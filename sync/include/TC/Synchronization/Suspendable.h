@@ -5,15 +5,12 @@
 
 namespace TC::Synchronization
 {
-// For primitives whose waiters loop themselves ("while the state is wrong, Suspend()"): the
-// suspend callback publishes the waiter and then calls T::TryResume(), the re-check, which
-// resumes the waiter(s) if the state changed before the waiter became visible. TryResume runs on
-// the suspending thread outside any task and may run after another thread already resumed the
-// waiter, so it must claim waiters through ResumeNext/Resume and never assume one is there.
-// T must make TryResume accessible (public, or befriend Suspendable); the constructor checks it
-// at compile time. Lifetime: as SuspendableBase<Kind>, except that its waiters loop and read the
-// state again after each resume, so a Multiple one may be destroyed only once every wait on it
-// has returned (and no call on it runs).
+// For primitives whose waiters loop ("while the state is wrong, Suspend()"): after publishing,
+// the callback calls T::TryResume() to resume waiters if the state changed meanwhile.
+/// - TryResume runs on the suspending thread outside any task, maybe after another resume: it
+///   claims waiters via ResumeNext/Resume only. It must be accessible (checked at compile time).
+/// - Lifetime: as SuspendableBase<Kind>, but a Multiple one may be destroyed only once every wait
+///   on it returned and no call runs.
 template <SuspensionKind Kind, class T>
 class Suspendable : public SuspendableBase<Kind>
 {

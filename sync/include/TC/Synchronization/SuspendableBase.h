@@ -1,5 +1,6 @@
 #pragma once
 // SuspendableBase<Kind>: keeps the suspended waiters of one primitive and resumes them.
+//   class Gate : SuspendableBase<SuspensionKind::Multiple> { void Wait() { Suspend(); } };
 
 #include <TC/Checked.h>
 #include <TC/Diagnostics.h>
@@ -25,12 +26,11 @@ namespace TC::Synchronization
 {
 namespace detail
 {
-// The waiter that constructs a Multiple object: the calling task, or the calling thread when it
-// is not a scheduler's worker; none on a worker outside a task (a coroutine has no identity).
+// The waiter that constructs a Multiple object: the calling task or converted thread; none on
+// a worker outside a task.
 TC_API TaskHandle CreatorHandle() noexcept;
 
-// Checked mode: a primitive destroyed while a waiter is suspended on it. Names the rule, the
-// primitive's type (recorded when the waiter suspended) and the waiter, then aborts.
+// Checked mode: a primitive destroyed with a waiter suspended; names rule, type and waiter.
 [[noreturn]] inline void ReportDestroyedWithWaiter(SuspendedTask waiter) noexcept
 {
     std::string detail;
@@ -51,25 +51,12 @@ template <SuspensionKind Kind>
 class SuspendableBase;
 
 // The Single kind: one waiter at a time in one atomic slot; a timeout claims it back.
-//
-// A derived primitive calls Suspend() or SuspendFor() from the waiter; the waiter is published in
-// the slot once it is off the processor, then OnPublished() runs (the re-check hook that
-// Suspendable and Waitable fill in). Resume() claims the slot with one exchange, so each handle
-// reaches ResumeTask exactly once however many threads race to resume it; a timeout claims it
-// with the same exchange. Destroy the object only when no waiter is suspended on it and no
-// Resume of it is still running; the waiter may destroy it as soon as its wait returned. A timed
-// waiter (SuspendFor) counts as waiting until its wait returned, even once a Resume claimed it:
-// the timer thread may have begun its OnTimeout, which reads the slot, just before that Resume,
-// and the wait returns only after OnTimeout has (so the waiter itself may destroy it then).
-//
-// Re-check in flight: the re-check reads the object after the waiter was published, so a waiter
-// that a Resume reached meanwhile could return from its wait while the re-check still runs on the
-// thread it left. The publication is therefore
-// counted (one RMW before it, a release decrement after the re-check, its last access), and
-// Suspend/SuspendFor return only once none is in flight; a coroutine awaiter built on
-// Callback() calls WaitOutPublishers() in await_resume. The _s events (AutoResetEvent_s,
-// ManualResetEvent_s) avoid the two RMWs by keeping the setters' state and the waiter in one
-// word.
+/// - The waiter is published once off the processor, then OnPublished() (the re-check) runs.
+/// - Resume() and a timeout claim the slot with one exchange: each handle reaches ResumeTask
+///   exactly once.
+/// - Destroy it only with no waiter suspended and no Resume running; the waiter may destroy it
+///   as soon as its wait returned (a timed wait returns only after a racing OnTimeout).
+/// - Suspend/SuspendFor return only once no publication or re-check is in flight.
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
 {
@@ -91,15 +78,15 @@ protected:
     }
 
     // Suspends the calling task or converted thread until Resume() claims it. Not from a
-    // callback, not from a worker thread outside a task (coroutines co_await instead).
+    // callback, nor from a worker outside a task (coroutines co_await).
     void Suspend()
     {
         SuspendTask(this);
         WaitOutPublishers();
     }
 
-    // As Suspend, but gives up after `timeout`: returns false if the wait timed out (the slot
-    // was taken back), true if a Resume claimed the waiter first. No limit without EnableTimers.
+    // As Suspend, limited to `timeout`: false if it timed out, true if a Resume claimed it first.
+    // No limit without EnableTimers.
     bool SuspendFor(Duration timeout)
     {
         const bool resumed = SuspendTaskFor(this, timeout);
@@ -107,24 +94,19 @@ protected:
         return resumed;
     }
 
-    // Returns once the waiter's publication and re-check have left the object (see the class
-    // comment), and every ResumerScope with them; a few instructions at most, never a suspension.
+    // Returns once the publication, re-check and every ResumerScope left; never suspends.
     void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
-    // For a resumer whose state change a waiter can act on before this resumer has claimed the
-    // slot (a Put that stores a value, then claims: the taker may find the value at once).
-    // Held from before the state change until the claim (ClaimWaiter; the ResumeTask after it,
-    // outside), and drained by a waiter that saw the state before it waits again or returns, it
-    // keeps that late claim from taking the waiter's next wait (a spurious resume a coroutine
-    // cannot loop over) and from touching an object the waiter has destroyed. Costs the resumer
-    // two read-modify-writes; a waiter waits at most for a store and an exchange.
+    // Held by a resumer from before a state change a waiter can act on until its ClaimWaiter:
+    // a waiter that saw the change drains it, so the late claim neither takes its next wait nor
+    // touches an object it destroyed. Two RMWs for the resumer.
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(publishing_);
     }
 
-    // Resumes the waiter suspended now, if any; true if there was one. Any thread, any time.
-    // It does not touch the object after the waiter's ResumeTask.
+    // Resumes the waiter suspended now; true if there was one. Any thread, any time; does not
+    // touch the object after ResumeTask.
     bool Resume() noexcept
     {
         if (const SuspendedTask waiter = ClaimWaiter())
@@ -135,17 +117,17 @@ protected:
         return false;
     }
 
-    // Claims the waiter suspended now (nullptr if none) without resuming it, for a resumer that
-    // must leave the object -- end its ResumerScope -- before it calls ResumeTask on the handle.
+    // Claims the waiter (nullptr if none) without resuming it, to end a ResumerScope first.
     SuspendedTask ClaimWaiter() noexcept { return waiter_.exchange(nullptr); }
 
-    // The same as Resume for one slot.
+    // Resume, for one slot.
     bool ResumeNext() noexcept { return Resume(); }
 
-    // The same as Resume: one slot cannot re-enter a resume in progress.
+    // Resume: one slot cannot re-enter a resume in progress.
     bool ResumeNonReentrant() noexcept { return Resume(); }
 
-    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters.
+    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters,
+    // which call WaitOutPublishers() in await_resume.
     ISuspendCallback* Callback() noexcept { return this; }
 
     // What a timed coroutine awaiter holds for its wait: here just the slot's callback.
@@ -167,8 +149,8 @@ private:
     void OnSuspended(SuspendedTask task) noexcept final
     {
         detail::BusyCount::Scope publishing(publishing_); // ends with the last access
-        // seq_cst: pairs with the state change of the resumer (store state, then exchange the
-        // slot) so that either the resumer sees the waiter or OnPublished sees the state.
+        // seq_cst: either the resumer (state, then exchange) sees the waiter or OnPublished
+        // sees the state.
         [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
         TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
                  "a second task suspended on a SuspensionKind::Single object");
@@ -186,34 +168,18 @@ private:
 };
 
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, and timed waiters.
-//
-// Waiters are chained through their SuspendedTaskEntry's leading link (no allocation) and woken
-// newest first. The creator -- the task or converted thread that constructed the object; nobody
-// when it was constructed outside a task on a worker or pump, as a coroutine's is -- waits in a
-// slot of its own and is resumed last by Resume(), and by ResumeNext() only when nobody else
-// waits. A timed waiter that is not the creator waits on a FIFO of nodes in the waiters' frames
-// under a spin lock, since a timeout must unlink it; Resume wakes them after the stack, oldest
-// first, and ResumeNext takes one when the stack is empty. A timeout and a resume claim a waiter
-// under that lock (the creator's slot: by compare-exchange), so exactly one of them gets it.
-//
-// Lifetime, the rule every Waitable of this kind inherits (a Suspendable's waiters read the state
-// again after each resume: see Suspendable.h):
-/// - A waiter that is not the creator (a task, converted thread or coroutine) never touches the
-///   object once a resumer has handed it to ResumeTask: its wait returns without another look.
-/// - The creator's wait -- suspended, or passed at once and then WaitOutCallsIfCreator(), as
-///   Waitable's Wait does -- returns only after every call that entered the object before the
-///   creator passed has left it: each Resume, ResumeNext and ResumeNonReentrant, each
-///   ResumerScope, and each waiter's publication and re-check (OnPublished, which may call
-///   Resume). So the creator may destroy the object as soon as its
-///   own wait returns, provided no call on it begins later: every other waiter was suspended on
-///   it (or its wait had returned) before the state change that let the creator pass, and a
-///   resumer whose state change the creator can see before that resumer's Resume begins holds a
-///   ResumerScope() around both.
-/// - ResumeNextUnordered holds no scope: a primitive that calls it states its own rule.
-/// - A timed waiter counts as waiting until its wait returned, even once resumed: the timer
-///   thread may be inside its timeout's claim, which reads the object. The creator may destroy
-///   the object only once no other waiter's timed wait is still running.
-/// - Anyone else destroys the object only when nobody waits on it and no call on it is running.
+/// - Waiters chain through their SuspendedTaskEntry (no allocation), woken newest first; timed
+///   non-creator waiters wait on a locked FIFO of nodes in their frames, woken after the stack,
+///   oldest first (ResumeNext: when the stack is empty). Timeout and resume: exactly one wins.
+/// - The creator (task or converted thread that constructed it) waits in its own slot,
+///   resumed last by Resume() and by ResumeNext() only when nobody else waits.
+/// - A waiter other than the creator never touches the object once handed to ResumeTask.
+/// - The creator's wait (suspended, or passed then WaitOutCallsIfCreator) returns only after
+///   every call that entered before it passed left (Resume*, ResumerScope, publication and
+///   re-check): it may destroy the object then, if no call begins later and no other waiter's
+///   timed wait is still running (the timer may be inside its claim).
+/// - ResumeNextUnordered holds no scope: a primitive calling it states its own rule.
+/// - Anyone else destroys it only when nobody waits and no call on it runs.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
 {
@@ -224,26 +190,20 @@ public:
     // A snapshot: true if a waiter was published at the moment of the loads.
     bool IsSuspended() const noexcept
     {
-        // The fence orders the loads after the caller's state change, whatever its ordering: the
-        // other half of the publisher's push-fence-recheck.
+        // Orders the loads after the caller's state change (pairs with push-fence-recheck).
         TC::detail::SeqCstFence();
         return IsSuspendedAfterSeqCstChange();
     }
 
 protected:
-    // As IsSuspended, for a caller whose state change just before was a seq_cst store or RMW:
-    // seq_cst loads take the fence's place. By C++20 [atomics.order] p4 that store precedes the
-    // loads in the single total order, a load that misses a push precedes the pusher's fence,
-    // and the pusher's re-check after its fence then sees the store. On x86 a seq_cst load is a
-    // plain load and the fence a locked instruction (4 ns of an uncontended Set+Wait here).
+    // As IsSuspended, after a seq_cst store or RMW: seq_cst loads take the fence's place.
     bool IsSuspendedAfterSeqCstChange() const noexcept
     {
         return !waiters_.IsEmpty(std::memory_order_seq_cst) || creatorWaiter_.load() != nullptr ||
                timedCount_.load() != 0;
     }
 
-    // A hint with no ordering: a waiter may be published now. For a resumer choosing between
-    // ResumeNext (whose fence and pop decide) and a path that handles a missed waiter anyway.
+    // A hint, unordered: a waiter may be published now.
     bool MayHaveWaiter() const noexcept
     {
         return !waiters_.IsEmpty(std::memory_order_relaxed) ||
@@ -265,15 +225,12 @@ protected:
     }
 
     // Suspends the calling task or converted thread until a Resume reaches it. Not from a
-    // callback, not from a worker thread outside a task (coroutines co_await instead). The
-    // creator returns once the calls it must wait out have left (see the class comment); any
-    // other waiter returns without touching the object again.
+    // callback, nor from a worker outside a task. Only the creator touches the object after.
     void Suspend()
     {
         if (IsCreatorHere())
         {
-            // The creator goes to its own slot. Its callback lives on its stack for this wait;
-            // OnSuspended copies what it needs before publishing.
+            // The creator's callback lives on its stack for this wait.
             CreatorCallback callback(this);
             SuspendTask(&callback);
             busy_.Drain();
@@ -307,28 +264,25 @@ protected:
         busy_.DrainIf([this]() noexcept { return IsCreatorHere(); });
     }
 
-    // For a resumer whose state change can let the creator pass before its Resume begins (a
-    // count that reaches zero, then Resume): held from before the state change until after the
-    // Resume, it makes the creator's wait wait out that Resume too. Two read-modify-writes.
+    // Held by a resumer from before a state change that lets the creator pass until after its
+    // Resume: the creator's wait waits out that Resume. Two RMWs.
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(busy_);
     }
 
-    // Resumes every waiter suspended now, newest first, the creator last. Returns the number
-    // resumed. Any thread. Its last access to the object is the end of its scope, which the
-    // creator's wait waits out.
+    // Resumes every waiter suspended now, newest first, the creator last; returns how many.
+    // Any thread; the creator's wait waits out its scope.
     std::size_t Resume() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
         std::size_t resumed = 0;
-        // PopAll peeks at the head with a relaxed load; the fence orders that peek after the
-        // caller's state change (the resumer's half of the store-load pairing).
+        // Orders PopAll's relaxed peek after the caller's state change.
         TC::detail::SeqCstFence();
         SuspendedTaskEntry* entry = waiters_.PopAll();
         while (entry)
         {
-            // The link belongs to us until ResumeTask; read it first.
+            // Read the link before ResumeTask hands it over.
             SuspendedTaskEntry* const next = entry->next;
             ResumeTask(SuspendedTask(entry));
             entry = next;
@@ -345,8 +299,7 @@ protected:
         return resumed;
     }
 
-    // Resumes the newest waiter (the creator only when nobody else waits); true if there was one.
-    // Holds a scope, as Resume.
+    // Resumes the newest waiter (the creator only if alone); true if one. Holds a scope.
     bool ResumeNext() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
@@ -354,11 +307,8 @@ protected:
         return ResumeNextUnordered();
     }
 
-    // As ResumeNext, but without ordering its peeks after the caller's earlier writes and
-    // without a scope: for a resumer whose state change need not precede them, because it made
-    // none yet and handles a waiter this misses itself (AutoResetEvent::Set), and whose own rule
-    // keeps the creator from destroying the object while it runs. Saves the fence and the
-    // scope's two read-modify-writes. It touches nothing after the ResumeTask it makes.
+    // ResumeNext without the fence and scope, for a resumer with no state change yet that
+    // handles a missed waiter itself (AutoResetEvent::Set). Touches nothing after ResumeTask.
     bool ResumeNextUnordered() noexcept
     {
         if (SuspendedTaskEntry* const entry = waiters_.Pop())
@@ -376,11 +326,8 @@ protected:
         return false;
     }
 
-    // Resume for callers that may be re-entered: a ResumeTask that runs a coroutine inline may
-    // reach code that calls it again, on this thread or another. At most one call resumes at a
-    // time; a call that finds one running hands its request over and returns at once, and the
-    // running call loops until no request is left. Bounded stack depth, no concurrent resumers.
-    // Holds a scope over the whole loop, so the creator's wait waits it out as it does Resume.
+    // Resume for callers that may be re-entered (a ResumeTask running a coroutine inline): one
+    // call resumes at a time, others hand it their request and return. Holds a scope.
     void ResumeNonReentrant() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
@@ -397,8 +344,7 @@ protected:
         }
     }
 
-    // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters
-    // (a coroutine is never the creator, so its awaiter touches nothing after its resume).
+    // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters.
     ISuspendCallback* Callback() noexcept { return this; }
 
     // One timed wait of a waiter that is not the creator: a node of the timed FIFO, in the
@@ -486,12 +432,10 @@ private:
         SuspendableBase* owner_;
     };
 
-    // True on the creator: a plain load unless the object has one.
+    // True on the creator.
     bool IsCreatorHere() const noexcept { return creator_ && GetCurrentTask() == creator_; }
 
-    // The creator's slot, claimed by exchange only when the peek finds it taken: an empty slot
-    // (the common case) costs a load, not an RMW. Relaxed peek: callers ran the seq_cst fence
-    // that orders it after their state change, as for the stack's head.
+    // Relaxed peek (callers fenced); exchange only when taken.
     SuspendedTask TakeCreatorWaiter() noexcept
     {
         if (creatorWaiter_.load(std::memory_order_relaxed) == nullptr)
@@ -528,8 +472,7 @@ private:
 
     void OnSuspended(SuspendedTask task) noexcept final
     {
-        // Push is a release CAS; the re-check in OnPublished reads the state with seq_cst. The
-        // fence makes the pair a full store-load barrier against the resumer's state change.
+        // Release push + fence + seq_cst re-check: a store-load barrier against the resumer.
         detail::BusyCount::Scope publishing(busy_); // ends with the last access
         waiters_.Push(task.Entry());
         TC::detail::SeqCstFence();

@@ -10,8 +10,8 @@ enum class SuspensionKind : std::uint8_t
 {
     // One suspended waiter at a time, kept in one atomic slot; timed waits claim it back.
     Single,
-    // Any number of waiters on a lock-free intrusive stack: woken newest first (LIFO), the task
-    // that constructed the object last. Timed waiters wait on a locked FIFO beside the stack.
+    // Any number of waiters on a lock-free stack, woken newest first, the creator last; timed
+    // waiters on a locked FIFO beside it.
     Multiple,
 };
 } // namespace TC::Synchronization

@@ -1,5 +1,7 @@
 #pragma once
 // Waitable<Kind, T>: turns a non-blocking T::TryWait() into Wait(), Wait(timeout) and co_await.
+//   class Gate : public Waitable<SuspensionKind::Multiple, Gate>
+//   { public: bool TryWait(); void Resume(); };
 
 #include <TC/Duration.h>
 #include <TC/SuspendAsync.h>
@@ -14,8 +16,7 @@ namespace TC::Synchronization
 {
 namespace detail
 {
-// The class a pointer to member belongs to: T for a member T declares itself, the base for one
-// it inherits.
+// The class a pointer to member belongs to (T, or the base that declares it).
 template <class MemberPointer>
 struct MemberClass;
 template <class R, class C>
@@ -25,30 +26,22 @@ struct MemberClass<R C::*>
 };
 } // namespace detail
 
-// T provides a `bool TryWait()` (non-blocking; true when the waiter may pass, consuming whatever
-// passing consumes) and its own `void Resume()` that resumes the waiters a successful TryWait
-// stands for, both public or reachable by Waitable (a friend); the constructor checks both at
-// compile time. State changes that let waiters pass must happen before T calls Resume.
-//
-// A resumed waiter has passed: Wait does not call TryWait again after it was resumed, so a
-// resumer that hands out something (a signal, a count) must have taken it with TryWait first.
-// Optionally T provides `bool Recheck()`, with TryWait's contract, for the re-check after a
-// waiter was published (which otherwise calls TryWait); AutoResetEvent uses it to peek there and
-// not in TryWait.
-//
-// Lifetime: as SuspendableBase<Kind>.
-/// - Single: the waiter may destroy the object as soon as its wait returned, however it passed.
-/// - Multiple: only the creator (the constructing task or converted thread) may destroy it as
-///   soon as its own wait returned, suspended or not; a resumer whose state change the creator
-///   can see before its Resume begins holds ResumerScope() around both. Every other waiter --
-///   a task, a converted thread, a coroutine -- touches nothing of the object once resumed.
+// T provides `bool TryWait()` (non-blocking; true: pass, consuming what passing consumes) and
+// `void Resume()` resuming the waiters a successful TryWait stands for; checked at compile time.
+/// - State changes that let waiters pass happen before T calls Resume.
+/// - A resumed waiter has passed: Wait does not call TryWait again, so a resumer handing something
+///   out took it with TryWait first.
+/// - Optional `bool Recheck()` (TryWait's contract) replaces TryWait in the post-publish re-check.
+/// - Single: the waiter may destroy the object as soon as its wait returned.
+/// - Multiple: only the creator may, once its own wait returned; a resumer whose state change it
+///   can see before Resume holds ResumerScope() around both. Other waiters touch nothing once
+///   resumed.
 template <SuspensionKind Kind, class T>
 class Waitable : public SuspendableBase<Kind>
 {
 public:
-    // Returns at once if TryWait() succeeds; otherwise suspends until a Resume reaches this
-    // waiter. From a task or a converted thread (not from a callback, not from a worker thread
-    // outside a task); a coroutine uses co_await.
+    // Passes if TryWait() does, else suspends until a Resume reaches it. From a task or converted
+    // thread (not a callback, not a worker outside a task); coroutines co_await.
     void Wait()
     {
         if (Self().TryWait())
@@ -57,8 +50,7 @@ public:
             this->Suspend(); // Multiple: only the creator touches the object after its resume
     }
 
-    // As Wait, but gives up after `timeout` and then returns false. Returns true when TryWait
-    // succeeded or a Resume reached the waiter. Without EnableTimers, no limit.
+    // Wait limited to `timeout`: false if it timed out; no limit without EnableTimers.
     bool Wait(Duration timeout)
     {
         if (Self().TryWait())
@@ -69,9 +61,8 @@ public:
         return this->SuspendFor(timeout); // waits out what Wait does, on both outcomes
     }
 
-    // co_await x.WaitAsync() (or co_await x): the coroutine form of Wait. It continues on the
-    // executor that was current when it suspended. A coroutine is never a Multiple object's
-    // creator, so for Multiple it touches nothing of the object once it passed.
+    // co_await x.WaitAsync() (or co_await x): continues on the executor current at suspension;
+    // for Multiple it touches nothing of the object once it passed.
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
     public:
@@ -168,8 +159,7 @@ private:
             this->WaitOutCallsIfCreator(); // the creator may destroy the object
     }
 
-    // The re-check after publishing: if the waiter may pass now, T::Resume resumes it (or
-    // another waiter the success stands for).
+    // The re-check after publishing: if the waiter may pass now, T::Resume resumes it.
     void OnPublished() noexcept final
     {
         if (Recheck(Self()))

@@ -1,13 +1,8 @@
 #pragma once
 // The one runner, join state and awaiter that WhenAll and WhenAny are written over; the mode
-// supplies the step that differs -- what a child finishing does to the shared state -- and the
-// token each child observes.
-//
-// Abandonment: where the awaiting chain belongs to nobody, each runner names itself as the
-// unowned root of its child's chain, so an executor that drops a child frees that child alone
-// (its runner) and never its siblings, which may still be parked elsewhere. The join counts the
-// abandoned child as arrived; the last arrival then frees the awaiting chain from its own root
-// instead of resuming the awaiting coroutine, exactly once.
+// supplies what a child finishing does and the token each child observes. For an unowned chain
+// each runner is its child's unowned root, so a dropped child frees itself alone, counts as
+// arrived, and the last arrival frees the awaiting chain exactly once (design notes).
 
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/StopToken.h>
@@ -42,13 +37,8 @@ enum class ChildOutcome : std::uint8_t
     Failed,    // anything else escaped
 };
 
-// Frees the root of an awaiting chain that a child's abandonment left to nobody. Freeing a root
-// can complete the abandonment of the join above it in turn -- a nesting of unowned combinators,
-// where each runner is the root of its child's chain -- so a call made on a thread that is already
-// in here leaves its root to the loop of the call below instead of recursing: each root is freed
-// once the one beneath is completely gone, in constant native stack whatever the depth. Freeing
-// one root abandons at most one join (its own runner's: the joins inside its chain are freed by
-// their owners), so one pending slot is enough; a second, were there one, is freed at once.
+// Frees the root of an awaiting chain a child's abandonment left to nobody; a nested call on this
+// thread leaves its root to the outer loop, so nested unowned combinators free in constant stack.
 TC_API inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 {
     thread_local std::coroutine_handle<>* pending = nullptr;
@@ -70,9 +60,8 @@ TC_API inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 inline constexpr std::size_t kNoWinner = std::numeric_limits<std::size_t>::max();
 inline constexpr std::size_t kFailedFirst = kNoWinner - 1;
 
-// The race state. Held by shared_ptr: every call into it that can run foreign code (a
-// request_stop runs the children's stop callbacks, which may resume and finish them) holds a
-// reference, or a copy of the stop source, for that call's duration.
+// The race state, held by shared_ptr: each call that can run foreign code (request_stop) holds a
+// reference or a copy of the stop source meanwhile.
 class JoinState
 {
 public:
@@ -92,12 +81,11 @@ public:
     };
 
     JoinMode mode_;
-    // Children still running, plus one held by the starter until every child has started, so
-    // the awaiting coroutine cannot be resumed while the starter still touches the awaiter.
+    // Children still running, plus one the starter holds until all started (so the awaiter is not
+    // resumed while the starter still touches it).
     std::atomic<std::size_t> remaining_;
     std::coroutine_handle<> parent_;
-    // The awaiting chain's unowned root, or null where somebody owns it (then no child can be
-    // abandoned through its runner, and the owner frees everything).
+    // The awaiting chain's unowned root, or null where somebody owns it.
     std::coroutine_handle<> parentRoot_;
     std::atomic<bool> abandoned_{false}; // a child's chain was dropped: the parent never resumes
     StopSource childSource_{NoStopState};
@@ -124,9 +112,8 @@ public:
             {
                 if (outcome == ChildOutcome::Failed)
                     ClaimEscape(std::move(escape));
-                // Our own decrement is still to come, so the losers that unwind inside this
-                // request_stop cannot resume the awaiting coroutine; the copy keeps the stop
-                // state alive across its own request_stop all the same.
+                // Our own decrement is still to come, so losers unwinding here cannot resume the
+                // awaiter; the copy keeps the stop state alive.
                 StopSource keep = childSource_;
                 keep.request_stop();
             }
@@ -135,9 +122,8 @@ public:
         return next ? next : std::noop_coroutine();
     }
 
-    // One child's chain was dropped by its executor, which destroyed the child's runner. WhenAny
-    // takes it as settling the race and stops the others, so their frames come back sooner;
-    // WhenAll stops nobody, as for an escape.
+    // A child's chain was dropped by its executor: WhenAny takes it as settling the race and
+    // stops the others; WhenAll stops nobody.
     void ChildAbandoned() noexcept
     {
         abandoned_.store(true, std::memory_order_relaxed); // ordered by remaining_
@@ -149,13 +135,12 @@ public:
         (void)Arrive();
     }
 
-    // Counts one arrival (a child finished or abandoned, or the starter done). The last returns
-    // the awaiting coroutine to resume -- or, where a child was abandoned, frees the awaiting
-    // chain from its root (which may free this state) and returns null; others return null.
+    // Counts one arrival; the last returns the awaiting coroutine -- or, after an abandonment,
+    // frees its chain from the root (maybe this state) and returns null; others return null.
     std::coroutine_handle<> Arrive() noexcept
     {
-        // acq_rel: the last arrival acquires every child's writes (escape_, settled_, abandoned_,
-        // a released runner slot) before it resumes or frees the awaiting coroutine.
+        // acq_rel: the last arrival acquires every child's writes before resuming or freeing the
+        // awaiting coroutine.
         if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1)
             return {};
         if (!abandoned_.load(std::memory_order_relaxed))
@@ -172,11 +157,8 @@ private:
     }
 };
 
-// The coroutine that runs one child between the awaiting coroutine and the child's task. It
-// carries the token the child observes and, where the awaiting chain belongs to nobody, names
-// itself as the child's unowned root: a park beneath a combinator still knows that nobody owns
-// its chain, and an executor that drops it frees this child alone. Its frame is a ChainFrame, so
-// a teardown of the awaiting Task frees it, and the child's chain beneath, in the same loop.
+// The coroutine running one child: carries its token and, for an unowned chain, is its unowned
+// root (a dropped child frees itself alone). A ChainFrame, freed by the awaiting Task's teardown.
 class JoinRunner
 {
 public:
@@ -200,8 +182,7 @@ public:
         promise_type() noexcept = default;
         promise_type(const promise_type&) = delete;
         promise_type& operator=(const promise_type&) = delete;
-        // Destroyed while slot_ is set means an executor dropped the child's chain and freed it
-        // from this root: the awaiter must not free this frame again, and the join counts it.
+        // Destroyed with slot_ set: an executor dropped the chain; not freed again, and counted.
         ~promise_type()
         {
             if (UniqueCoroHandle<promise_type>* slot = std::exchange(slot_, nullptr))
@@ -245,8 +226,8 @@ public:
         std::size_t index_ = 0;
         StopToken token_;
         std::coroutine_handle<> unownedRoot_; // this runner's own frame, or null when owned
-        // The awaiter's slot owning this frame, set from the start to the final suspension where
-        // the chain is unowned: only then can an executor's abandon destroy the frame.
+        // The awaiter's slot owning this frame, set from start to final suspension where the
+        // chain is unowned (only then can an abandon destroy it).
         UniqueCoroHandle<promise_type>* slot_ = nullptr;
         ChildOutcome outcome_ = ChildOutcome::Completed;
         std::exception_ptr escape_;
@@ -260,11 +241,9 @@ inline JoinRunner RunJoinChild(::TC::Task<void> task)
     co_await std::move(task);
 }
 
-// Awaited by the coroutine that joins. Owns the children's tasks until they start and the
-// runner frames until it is destroyed, so every frame outlives the last child's completion --
-// except a runner an executor's abandon freed, which releases its slot first. Where a Task (a
-// ChainFrame) awaits it, a teardown of that Task takes the runners out one by one (TakeFrame)
-// before destroying it, so nesting combinators does not nest their destructors.
+// Awaited by the joining coroutine: owns the children's tasks until they start and the runners
+// until destroyed (but those an abandon freed). A Task awaiting it takes the runners out one by
+// one at teardown (TakeFrame), so nested combinators do not nest destructors.
 template <JoinMode Mode>
 class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwaiter final
     : public AwaitedFrames
@@ -285,8 +264,7 @@ public:
 
     bool await_ready() const noexcept { return tasks_.empty(); }
 
-    // For TaskFrame::Reset, in the runners' order, as this destructor would free them. A runner
-    // taken here is freed by its owner, not abandoned: its join is not told.
+    // For TaskFrame::Reset, in the runners' order; a runner taken here is not abandoned.
     ChainFrame* TakeFrame() noexcept override
     {
         while (taken_ < runners_.size())
@@ -313,8 +291,7 @@ public:
         runners_.reserve(count);
         for (std::size_t i = 0; i < count; ++i)
         {
-            // Allocations may throw here: nothing has started, so the exception leaves the
-            // awaiting coroutine at its co_await and the unstarted frames are freed.
+            // Allocations may throw: nothing started, the awaiter stays at its co_await.
             runners_.emplace_back(RunJoinChild(std::move(tasks_[i])).handle);
             auto& promise = runners_.back().GetPromise();
             promise.state_ = state;
@@ -327,8 +304,7 @@ public:
             const StopToken childToken = state->childSource_.get_token();
             for (auto& runner : runners_)
                 runner.GetPromise().token_ = childToken;
-            // Runs inline if the awaiting flow was already cancelled: every child then starts
-            // stopped and unwinds at its first stop-aware await.
+            // Inline if the flow was already cancelled: every child starts stopped.
             state->bridge_.emplace(parentToken_, JoinState::Bridge{state->childSource_});
         }
         else
@@ -348,8 +324,7 @@ public:
         state_ = state;
         JoinState& join = *state;
         state.reset();
-        // Before any child starts: the awaiting coroutine may resume (and unlink) on the thread of
-        // the last one to finish.
+        // Before any child starts: the awaiter may resume on the last finisher's thread.
         if constexpr (std::is_base_of_v<ChainFrame, Promise>)
         {
             awaiting_ = &awaiting.promise();
@@ -363,8 +338,8 @@ public:
             [[maybe_unused]] const NestedStart nested;
             handle.resume();
         }
-        // Our own arrival: the last resumes the awaiting coroutine, ours included (by not
-        // suspending), or frees its chain. Nothing of `this` is touched after it.
+        // Our own arrival: the last resumes the awaiting coroutine (by not suspending here) or
+        // frees its chain. Nothing of `this` is touched after it.
         return !join.Arrive();
     }
 

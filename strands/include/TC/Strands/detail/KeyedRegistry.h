@@ -1,7 +1,6 @@
 #pragma once
-// KeyedRegistry: the shared state behind KeyedStrands -- the map from key to active strand, the
-// retired strands and map nodes kept for reuse, and KeyedCore, the strand that retires itself
-// from the map when its queue runs dry.
+// KeyedRegistry: the shared state behind KeyedStrands: the key-to-strand map, the retired strands
+// and map nodes kept for reuse, and KeyedCore, the strand that retires itself when dry.
 
 #include <TC/Executor.h>
 #include <TC/Strands/RunTask.h>
@@ -25,11 +24,9 @@ namespace detail
 // Retired strands and map nodes kept for reuse.
 inline constexpr std::size_t kKeptStrands = 32;
 
-// The registry's lock: a post takes it, and so does every turn that leaves a key's queue dry, so
-// with many keys the poster and the pumps meet on it at nearly every post. A futex mutex there put
-// a quarter of a 64-key post's time in the kernel (waits and wakes); a spin lock, as each strand's
-// own, keeps them in user space. Held for a map lookup and a strand's push -- which may make a
-// strand, hand its pump to the base or resume WaitIdle's waiters -- never across a wait.
+// The registry's lock: taken by every post and every dry turn, held for a lookup and a push (which
+// may make a strand, hand a pump to the base or wake WaitIdle), never across a wait; a spin lock
+// keeps those meetings in user space (design notes).
 using RegistryLock = StrandLock;
 
 template <class Key, class Hash, class Equal>
@@ -49,8 +46,8 @@ public:
         hooked_ = static_cast<bool>(registry_->options_.aroundTask);
     }
 
-    // A retired strand referenced by a coroutine parked on it hands what it is given back to
-    // the registry, which gives it to the key's current strand or makes one: a key never has two.
+    // A retired strand a parked coroutine references hands work to the key's current strand (or
+    // a new one): a key never has two.
     EnqueueResult Enqueue(PendingEntry& pending, Admission admission) override
     {
         EnqueueResult result = StrandCore::Enqueue(pending, admission);
@@ -74,9 +71,8 @@ public:
     }
     bool KeepableLocked() const noexcept { return keepable_; }
 
-    // Under the registry's lock and ours: a strand a failure left dry with no pump queued or
-    // running retires, since no turn will. Returns its idle pump's frame when it is not kept,
-    // for the caller to free outside every lock (it holds a reference to the strand).
+    // Under both locks: retires a strand a failure left dry with no pump; returns the idle
+    // pump's frame, if not kept, for the caller to free outside every lock.
     std::coroutine_handle<> RetireIfStrandedLocked(Registry& registry) noexcept
     {
         if (ClosedLocked() || retired_ || !QueueEmptyLocked() || !PumpIdleLocked())
@@ -89,8 +85,8 @@ protected:
     void InvokeHook(RunTask& task) override { registry_->options_.aroundTask(key_, task); }
     bool RetiresWhenDry() const noexcept override { return true; }
 
-    // Retires the strand when its queue runs dry: under the registry's lock and the strand's,
-    // in that order everywhere.
+    // Retires the strand when dry, under the registry's lock then the strand's (the order
+    // everywhere).
     TurnEnd OnQueueDry() override
     {
         std::shared_ptr<Registry> registry = registry_;
@@ -106,7 +102,7 @@ protected:
     void OnStranded() noexcept override { registry_->RetireIfStranded(*this); }
 
 private:
-    // Once per strand and key: the pump's dry turn, or a failure that left no pump to have one.
+    // Once per strand and key: the pump's dry turn, or a failure that left no pump.
     TurnEnd RetireLocked(Registry& registry) noexcept
     {
         retired_ = true;
@@ -154,8 +150,7 @@ public:
         }
         catch (...)
         {
-            // A strand whose pump is already on the base (the callable's move threw last) is
-            // left to that pump's dry turn, which retires it once; one left with no pump
+            // A strand with its pump on the base is left to that pump's dry turn; one with no pump
             // retires here. Nothing that can wait runs under the registry's lock.
             std::shared_ptr<Core> keep =
                 std::static_pointer_cast<Core>(core->shared_from_this());
@@ -169,11 +164,8 @@ public:
         }
     }
 
-    // A post's common case, inline: a callable held in its entry, for a key whose strand has its
-    // pump queued or running and room in its tail segment (StrandCore::TryQueueInline, under this
-    // registry's lock and then the strand's, the order everywhere). Anything else -- closed, an
-    // offer after the seal, a key with no strand, no room -- returns false having done nothing,
-    // and the post takes the full way (Route), which decides again.
+    // A post's inline common case (entry-held callable, the key's strand pumping with tail room;
+    // registry lock then strand lock). Anything else returns false, untouched, for Route.
     template <class Fn, class Src>
     bool TryQueueInline(const Key& key, void* source, Admission admission)
     {
@@ -186,9 +178,8 @@ public:
                it->second->template TryQueueInline<Fn, Src>(source, Admission::Return);
     }
 
-    // Under the registry's lock: whether a submission of this kind is refused -- closed, or an
-    // offer once sealed. The registry's admission rule, for both ways a post is queued (Route
-    // and TryQueueInline); a key's strand then admits every submission as a return.
+    // Under the registry's lock: refused if closed, or an offer once sealed (the rule of both
+    // Route and TryQueueInline); a key's strand then admits every submission as a return.
     bool RefusesLocked(Admission admission) const noexcept
     {
         return closed_ || (admission == Admission::Offer && sealed_);
@@ -340,10 +331,8 @@ private:
         return raw;
     }
 
-    // A kept strand is given to a key only when nothing but the registry and its idle pump
-    // references it -- exact here: no new reference can appear except through this lock. One
-    // still referenced (a coroutine parked on it, which must come back to its old key) is
-    // skipped, and taken later once it has let go.
+    // A kept strand goes to a key only when only the registry and its idle pump reference it
+    // (exact under this lock); one a parked coroutine still references is skipped until released.
     std::shared_ptr<Core> TakeKeptLocked(const Key& key)
     {
         if (sealed_)

@@ -1,6 +1,5 @@
 #pragma once
-// ParkedWorkFor: the TC::ParkedWork (kernel <TC/Executor.h>) a parking coroutine hands an
-// executor, derived from its own promise.
+// ParkedWorkFor: the ParkedWork a parking coroutine hands an executor, from its own promise.
 
 #include <TC/Executor.h>
 #include <TC/Strands/Awaitable.h>
@@ -19,8 +18,7 @@ std::coroutine_handle<> UnownedRootOf(std::coroutine_handle<Promise> handle) noe
         return {};
 }
 
-// What a coroutine parking itself hands an executor: its handle, plus the chain root to free if
-// the executor never resumes it (only where the chain belongs to nobody).
+// The handle, plus the root to free if never resumed (only for an unowned chain).
 template <class Promise>
 ParkedWork ParkedWorkFor(std::coroutine_handle<Promise> handle) noexcept
 {

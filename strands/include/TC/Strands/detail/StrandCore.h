@@ -1,7 +1,7 @@
 #pragma once
-// detail::StrandCore: a strand's shared state -- its queue, its pump and its phase -- held by the
-// Strand (or a KeyedStrands registry), by the pump's frame and by every ResumeTarget that parked
-// on it. It is the IExecutor a strand's tasks see as current.
+// detail::StrandCore: a strand's shared state (queue, pump, phase), held by the Strand or a
+// KeyedStrands registry, the pump's frame and every ResumeTarget parked on it; the IExecutor a
+// strand's tasks see as current.
 
 #include <TC/Executor.h>
 #include <TC/Strands/RunTask.h>
@@ -23,9 +23,7 @@
 
 namespace TC::detail
 {
-// A strand's lock guards a few words of queue and phase: held for a push or a chunk, never across
-// a task, so spinning beats a futex (a mutex's sleep and wake made posts to a busy strand
-// syscalls).
+// Guards a few words of queue and phase, never across a task: spinning beats a futex.
 using StrandLock = SpinLock;
 
 enum class PumpPhase : std::uint8_t
@@ -36,8 +34,8 @@ enum class PumpPhase : std::uint8_t
     Exited,    // ended: closed, or a keyed strand retired and not kept
 };
 
-// Who is asking: an offer (TryPost/TrySubmit) is refused once sealed; a return (Post/Submit, how
-// a coroutine the strand already admitted comes back) is admitted until closed.
+// Who asks: an offer (TryPost/TrySubmit) is refused once sealed; a return (Post/Submit of an
+// admitted coroutine) is admitted until closed.
 enum class Admission : std::uint8_t
 {
     Offer,
@@ -59,10 +57,8 @@ enum class TurnEnd : std::uint8_t
     Exit,     // closed or retired: the pump ends and frees its frame
 };
 
-// What one submission brings: a coroutine entry, or how to move the caller's callable into the
-// queue (inline in the entry, or into storage allocated beforehand) -- done under the lock, once
-// admission is decided and the pump (if this submit wakes it) is on the base, so a refusal of
-// either kind leaves the callable untouched.
+// What one submission brings: a coroutine entry, or how to move the callable in (inline, or into
+// storage allocated first) once admitted; a refusal leaves the callable untouched.
 struct PendingEntry
 {
     StrandEntry entry;
@@ -72,8 +68,7 @@ struct PendingEntry
     void* source = nullptr;
 };
 
-// What a refused base submit abandons: the entries queued before the refused submitter's, freed
-// outside every lock (StrandCore::DropAbandoned).
+// What a refused base submit abandons: earlier entries, freed outside every lock (DropAbandoned).
 struct Abandoned
 {
     TakenEntries entries;
@@ -81,9 +76,7 @@ struct Abandoned
 
 class StrandCore;
 
-// The strand whose dropped work this thread is freeing: a destructor that submits to it again
-// is refused (dropped too), rather than handed to a base that has just refused, or to a closed
-// strand.
+// The strand whose dropped work this thread frees: a destructor's submit to it is refused.
 TC_API inline thread_local const StrandCore* tlDroppingStrand = nullptr;
 
 class TC_API StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
@@ -98,22 +91,17 @@ public:
     using IExecutor::Submit;
     void Submit(std::coroutine_handle<> handle) override;
     void Submit(ParkedWork work) override;
-    // A coroutine parked through the kernel (SuspendTaskAsync) holds this state until it is
-    // handed back, so a strand destroyed meanwhile is never reached through a dangling pointer.
+    // Held by a coroutine parked through the kernel until handed back (no dangling strand).
     std::shared_ptr<void> KeepAlive() noexcept override { return weak_from_this().lock(); }
 
-    // Queues the pending entry. Refused: nothing constructed or taken. Throws what making room,
-    // making the pump, the base's submit or the callable's move throws; nothing of the caller's
-    // is then queued or consumed (the callable is moved only after everything else succeeded)
-    // -- and a base refusal abandons what was queued before it (DropAbandoned).
+    // Queues the pending entry; refused: nothing taken. Throws what room, pump, base submit or
+    // move throw, with nothing of the caller's queued or consumed (the move comes last); a base
+    // refusal abandons what was queued before it (DropAbandoned).
     virtual EnqueueResult Enqueue(PendingEntry& pending, Admission admission);
 
-    // A post's common case, inline in the poster: a callable held in its entry, the strand
-    // open, its pump already queued or running, a free slot in the tail segment. Queues it and
-    // returns true. Otherwise does nothing and returns false: the caller goes the full way
-    // (Enqueue), which decides again under the lock. A keyed strand's core is tried only under
-    // its registry's lock, found as its key's strand (KeyedRegistry::TryQueueInline); a retired
-    // one sends a post the full way regardless.
+    // A post's inline common case (entry-held callable, open strand, pump queued or running,
+    // free tail slot): queues, true; else false and the caller Enqueues. Keyed: only under the
+    // registry's lock; never for a retired strand.
     template <class Fn, class Src>
     bool TryQueueInline(void* source, Admission admission) noexcept
     {
@@ -126,21 +114,18 @@ public:
         return true;
     }
 
-    // Under Mutex(): whether a submission of this kind is refused -- closed, sealed (an offer),
-    // or made by this thread while it drops this strand's work. The one admission rule of both
-    // ways a post is queued (TryQueueInline and PushLocked).
+    // Under Mutex(): whether this submission is refused (closed, sealed offer, or this thread
+    // dropping this strand's work); the one admission rule of both queueing ways.
     bool RefusesLocked(Admission admission) const noexcept
     {
         return closed_ || (admission == Admission::Offer && sealed_) || tlDroppingStrand == this;
     }
 
-    // Under Mutex(): queues, handing the pump to the base first if this submit wakes it (the
-    // base's Submit runs under the strand's lock; it must not run the pump inline, as IExecutor
-    // requires). Throws before publishing anything; on a base refusal `abandoned` holds what the
-    // caller must DropAbandoned once it has unlocked everything.
+    // Under Mutex(): queues, handing the pump to the base first if this wakes it (never inline).
+    // Throws before publishing; on a base refusal `abandoned` is for DropAbandoned after unlock.
     EnqueueResult PushLocked(PendingEntry& pending, Admission admission, Abandoned& abandoned);
-    // Outside every lock: frees what a base refusal abandoned, refusing any submit to this
-    // strand its destructors make (the base has just refused).
+    // Outside every lock: frees what a base refusal abandoned, refusing submits its destructors
+    // make.
     void DropAbandoned(Abandoned& abandoned) noexcept;
 
     void Seal();
@@ -155,8 +140,7 @@ public:
     TurnEnd EndTurn(std::coroutine_handle<> pump, bool batchSpent);
     void PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept;
 
-    // References a strand's pump frame holds: its promise's, released when a task's exception
-    // kills the pump (the dead frame itself is freed later, on the thread it died on).
+    // The pump frame's references: its promise's, released when a task's exception kills it.
     static constexpr long PumpReferences = 1;
     bool HasPumpLocked() const noexcept { return static_cast<bool>(pump_); }
     bool QueueEmptyLocked() const noexcept { return queue_.Empty(); }
@@ -172,9 +156,8 @@ protected:
     // At the end of a turn that left the queue empty, with no lock held.
     virtual TurnEnd OnQueueDry();
     virtual bool RetiresWhenDry() const noexcept { return false; }
-    // After a failure that may have left the queue dry with no pump queued or running, with no
-    // lock held and a reference held by the caller: a keyed strand that is so retires, as no
-    // turn will retire it.
+    // After a failure that may leave the queue dry and unpumped (no lock, caller's reference
+    // held): a keyed strand so left retires.
     virtual void OnStranded() noexcept {}
     TurnEnd IdleLocked() noexcept;
     TurnEnd ExitLocked() noexcept;
@@ -188,15 +171,14 @@ private:
     void RunEntry(StrandEntry& entry);
     void OnTaskThrew(StrandEntry* untried, std::size_t count) noexcept;
     void HandOffFinished(std::unique_lock<StrandLock>& lock) noexcept;
-    // After the base refused a hand-off made outside the lock (`lock` not held): drops the queue
-    // with the lock free, the phase `meanwhile`, then ends the hand-off; returns with it held.
+    // After the base refused an unlocked hand-off: drops the queue, phase `meanwhile`, ends the
+    // hand-off; returns locked.
     void DropRefusedHandOff(std::unique_lock<StrandLock>& lock, PumpPhase meanwhile) noexcept;
 
     IExecutor& base_;
     StrandOptions options_;
     mutable StrandLock mutex_;
-    // The queue (under the lock). The running pump's last chunk stays reserved in it, so a task
-    // that throws can put the rest back in front (StrandQueue::PutBack).
+    // The queue (locked); the pump's last chunk stays reserved for PutBack after a throw.
     StrandQueue queue_;
     PumpPhase phase_ = PumpPhase::Idle;
     std::coroutine_handle<> pump_;
@@ -209,18 +191,15 @@ private:
     mutable WaitList waiters_; // Close and WaitIdle
 };
 
-// The address of a post's callable as the entry constructors take it (ConstructFrom<Src> copies
-// from it, or moves from it when Src is an rvalue reference): one place casts away the const.
+// The address of a post's callable for the entry constructors; one place casts away the const.
 template <class T>
 void* CallableSource(T& fn) noexcept
 {
     return const_cast<std::remove_const_t<T>*>(std::addressof(fn));
 }
 
-// A post to a strand core (or, through `enqueue`, a keyed strand's registry): a callable that
-// fits is held inline in its queue entry (no allocation); any other gets storage first, and is
-// moved in under the lock once admitted. True when queued; false (refused: closed, or sealed for
-// an offer) and a throw both leave `fn` as it was.
+// A post to a strand core (or via `enqueue` a keyed registry): inline if it fits, else storage
+// first, moved in once admitted. True when queued; false (refused) and a throw leave `fn` as is.
 template <class F, class EnqueueFn>
 bool PostWith(F&& fn, EnqueueFn&& enqueue)
 {

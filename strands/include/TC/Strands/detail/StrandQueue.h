@@ -1,8 +1,6 @@
 #pragma once
-// detail::StrandQueue: a strand's FIFO of entries, a chain of segments. Not thread-safe: the
-// strand's lock guards every call. Growth links a segment on; it never copies what is queued,
-// so a backlog's growth costs the lock holder one allocation per segment, not a copy of the
-// whole backlog (a ring that doubles held the lock for the copy while the pump waited on it).
+// detail::StrandQueue: a strand's FIFO of entries in a chain of segments; the strand's lock
+// guards every call. Growth links a segment on, never copying the backlog.
 
 #include <TC/Strands/RunTask.h>
 #include <TC/detail/Export.h>
@@ -70,16 +68,11 @@ private:
 class TC_API StrandQueue
 {
 public:
-    // The first segment holds `initialCapacity` entries (at least 2); each one growth allocates
-    // later twice the one before, up to kMaxSegmentEntries.
+    // The first segment holds `initialCapacity` (>= 2); each growth doubles, to kMaxSegmentEntries.
     static constexpr std::size_t kMaxSegmentEntries = 512;
-    // Emptied segments kept for the tail to reuse: a standing backlog whose size swings by up to
-    // three segments' worth allocates nothing in its steady state, and one that grew large gives
-    // the rest back (at most 4 x 28 KB kept).
+    // Emptied segments kept for reuse (at most 4 x 28 KB): a swinging backlog allocates nothing.
     static constexpr std::size_t kSpareSegments = 4;
-    // Slot() asks for the line of the slot this many entries on for writing: with the pump on
-    // another core reading what posters write, a slot's line was last read there, and its write
-    // waited for that copy's invalidation at the next post's lock (PrefetchForWrite).
+    // How far ahead Slot() prefetches a slot's line for writing (PrefetchForWrite).
     static constexpr std::size_t kWriteAhead = 4;
 
     explicit StrandQueue(std::size_t initialCapacity) noexcept
@@ -97,8 +90,7 @@ public:
     // True when a Commit needs no Reserve first (the tail segment has a free slot).
     bool HasRoom() const noexcept { return tail_ && tailIndex_ < tail_->capacity; }
 
-    // Makes room for one Commit. Throws std::bad_alloc (or what operator new throws) with nothing
-    // changed that a caller can see.
+    // Makes room for one Commit; throws std::bad_alloc with nothing visible changed.
     void Reserve()
     {
         if (HasRoom())
@@ -106,9 +98,8 @@ public:
         ReserveSlow();
     }
 
-    // After Reserve: the slot the next Commit appends. The caller fills it in (segments come
-    // from operator new, which begins the lifetime of such implicit-lifetime entries); until
-    // Commit it is not queued, so a throw while filling it leaves the queue as it was.
+    // After Reserve: the slot the next Commit appends; not queued until Commit, so a throw while
+    // filling it leaves the queue as it was.
     StrandEntry& Slot() noexcept
     {
         StrandEntry* entries = tail_->Entries();
@@ -122,17 +113,15 @@ public:
         ++count_;
     }
 
-    // Copies up to `most` entries from the front into `into` and removes them from the queue.
-    // They stay reserved just in front of the queue, so PutBack can return them, until the next
-    // TakeChunk, EndTake or TakeAll. Never more than the front segment holds.
+    // Moves up to `most` front entries into `into` (at most the front segment's); they stay
+    // reserved for PutBack until the next TakeChunk, EndTake or TakeAll.
     std::size_t TakeChunk(StrandEntry* into, std::size_t most) noexcept
     {
         EndTake();
         if (count_ == 0)
             return 0;
         const std::size_t taken = std::min({most, count_, head_->capacity - headIndex_});
-        // memcpy: `into` may be storage no entry lives in yet; the copy begins their lifetimes
-        // (StrandEntry is an implicit-lifetime aggregate).
+        // memcpy begins the entries' lifetimes (StrandEntry is an implicit-lifetime aggregate).
         std::memcpy(static_cast<void*>(into), head_->Entries() + headIndex_,
                     taken * sizeof(StrandEntry));
         headIndex_ += taken;
@@ -140,9 +129,8 @@ public:
         taken_ = taken;
         return taken;
     }
-    // The last chunk taken will not be put back: a segment it emptied becomes a spare, and an
-    // empty queue starts again at the front of its tail segment, so one that keeps draining
-    // stays in its first, warm lines.
+    // The last chunk will not be put back: emptied segments become spares; an empty queue
+    // restarts at its tail segment's front.
     void EndTake() noexcept
     {
         taken_ = 0;
@@ -156,8 +144,7 @@ public:
             AdvanceHead();
         }
     }
-    // Returns the last `count` entries of the last chunk (count <= its size) to the front, ahead
-    // of everything queued since.
+    // Returns the last `count` entries of the last chunk to the front, ahead of newer ones.
     void PutBack(const StrandEntry* entries, std::size_t count) noexcept
     {
         headIndex_ -= count;
@@ -166,8 +153,7 @@ public:
         taken_ = 0;
     }
 
-    // Hands over everything queued, with the segments that hold it: never allocates. Ends a
-    // take (nothing can be put back afterwards).
+    // Hands over everything queued with its segments; never allocates; ends a take.
     TakenEntries TakeAll() noexcept;
 
 private:

@@ -1,7 +1,5 @@
 #pragma once
-// detail::UniqueCoroHandle<Promise>: the move-only owner of a coroutine frame (the combinators'
-// child runners; a Task frame has detail::TaskFrame, which frees a deep chain without recursing,
-// and takes the runners out of their owners first where a Task awaits the combinator).
+// detail::UniqueCoroHandle<Promise>: the move-only owner of a combinator child runner's frame.
 
 #include <coroutine>
 #include <utility>

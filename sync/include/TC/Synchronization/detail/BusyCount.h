@@ -26,36 +26,18 @@ struct OwnScopes
     std::uint32_t half[2] = {0, 0};
 };
 
-// The calling thread's list of open scopes (SuspendableBase.cpp). Out of line on purpose: a
-// waiter drains after a task switch, possibly on another thread, and no compiler may reuse a
-// thread_local address computed before it.
+// The calling thread's list of open scopes; out of line so no thread_local address outlives a
+// task switch.
 TC_API void PushBusyFrame(BusyFrame& frame) noexcept;
 TC_API void PopBusyFrame(BusyFrame& frame) noexcept;
 TC_API OwnScopes BusyFramesOnThisThread(const BusyCount& busy) noexcept;
 
-// An opening operation (a WaitGroup's Done, a Resume) holds a Scope around its state change and
-// its resumes, and so does a waiter's publication and re-check (SuspendableBase); the scope's end
-// is its last access to the object. The waiter that may destroy the object (a Multiple object's
-// creator, a Single object's waiter) calls Drain once it saw the state open -- which that
-// operation's scope precedes -- and Drain returns once every scope that began before its first
-// look has ended, except the scopes open on the draining thread's own stack (code resumed inline
-// from inside one cannot wait for it to end). Scopes that begin after the look are not waited for
-// (they are legitimate only if the object lives on), so a stream of them cannot starve the drain:
-// it lasts as long as the rest of the scopes it found (a few resumes, never a suspension).
-//
-// Two halves (as SRCU's two epochs): one word holds two counts, the epoch naming the current
-// half, where new scopes count, and per half a small counter of clean flips into it. A drainer
-// needs each half seen clear (at or below its own scopes there) once after its look; the old
-// half only drains, and a current half that is not clear the drainer makes old by flipping the
-// epoch, which it may do only while the other half holds no scope but its own. A flip into an
-// empty half bumps that half's counter: the flip's compare-exchange reads a word later in the
-// word's modification order than the look of any drainer that looked before it, so every scope
-// counted at that look in that half has left, and each such drainer takes the changed counter as
-// the half seen clear (two drainers never undo each other's progress; a flip into a half that
-// holds the flipper's own scopes proves nothing and bumps nothing). A scope that read the epoch
-// just before a flip counts in the old half: it is counted all the same, as each scope leaves the
-// half it entered, and a thread does that at most once per flip, so the old half still empties. The
-// flip is a compare-exchange loop, lock-free: it fails only when the word changed in between.
+// Callers hold a Scope around the state change and resumes that end their use of an object; the
+// waiter that may destroy it calls Drain once it saw that state change.
+//   { BusyCount::Scope busy(count_); /* change state, resume */ }   // waiter: count_.Drain();
+/// - Drain returns once every scope begun before its first look ended, except the draining
+///   thread's own; later scopes are not waited for, so it cannot starve (never suspends).
+/// - Two halves in one word (as SRCU's epochs), flipped by a lock-free CAS (design notes).
 class TC_API BusyCount
 {
 public:
@@ -69,9 +51,8 @@ public:
         ~Scope()
         {
             PopBusyFrame(frame_);
-            // release: everything the operation did to the object happens before the drained
-            // waiter's destruction of it (every later change of the word is a read-modify-write,
-            // so it continues this release sequence). The last access.
+            // release: the operation happens before the drained waiter's destruction of the
+            // object (later changes are RMWs, continuing this release sequence). The last access.
             busy_.word_.fetch_sub(frame_.unit, std::memory_order_release);
         }
         Scope(const Scope&) = delete;
@@ -94,9 +75,8 @@ public:
 
     void Drain() const noexcept
     {
-        // acquire: pairs with the scopes' release decrement. The opening operation's increment
-        // happens before the waiter saw the state open, so this first look reads the word at or
-        // after it.
+        // acquire: pairs with the scopes' release decrement; reads at or after the opening
+        // operation's increment.
         const std::uint64_t word = word_.load(std::memory_order_acquire);
         if ((word & kCountsMask) != 0)
             DrainFrom(word);
@@ -114,10 +94,8 @@ public:
     }
 
 private:
-    // The word: half 0's count in bits 0-19, half 1's in 20-39; the epoch one-hot, bit 40 for
-    // half 0 and bit 60 for half 1, so that shifting it down by 40 gives the current half's unit;
-    // clean flips into half 0 in bits 41-47 and into half 1 in 48-54 (modulo 128: a change seen
-    // means at least one flip). A count holds the scopes open at once, a few per thread.
+    // Half 0's count in bits 0-19, half 1's in 20-39; one-hot epoch at bit 40 / 60 (shifted down
+    // by 40: the current unit); clean flips into half 0 in bits 41-47, half 1 in 48-54.
     static constexpr unsigned kCountBits = 20;
     static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kCountBits) - 1;
     static constexpr std::uint64_t Unit(unsigned half) noexcept

@@ -12,34 +12,12 @@
 
 namespace TC::Synchronization::detail
 {
-// The FIFO is a linked list of blocks of kChannelBlockSlots slots (the design of crossbeam's
-// unbounded channel). A position counter per side names the next slot: a sender claims its slot
-// with one compare-exchange on the tail counter, constructs the value in place and marks the slot
-// written; a receiver claims the oldest slot with one compare-exchange on the head counter, moves
-// the value out and marks the slot read. The counters live on cache lines of their own, so a
-// sender and a receiver share only the slots' lines, each of which holds several values.
-//
-// Order: positions are claimed in one sequence, so values are received in the order their sends
-// claimed them -- also for a task that sends, suspends and sends again from another worker.
-//
-// Gates: `items` counts written values and `space` the room of a bounded channel; every wait is a
-// wait on a gate, i.e. through the suspend protocol, and a receiver claims a slot only once
-// `items` granted it a value, so the FIFO itself never runs empty under it (it may wait a few
-// instructions for the sender of an older slot to finish writing). The gates are SplitGates:
-// each side counts on its own cache line (senders release items and take room, receivers the
-// other way round), so a steady flow shares only the slots' lines between the two sides. A
-// sender thread that finds the channel full spins for a batch of room, not for one value's
-// (RoomSpinBatch in ChannelCore.cpp): else, once full, sender and receiver would pass the room
-// gate's line back and forth once per value.
-//
-// Blocks: the sender that claims a block's last slot links the next block; the receivers free a
-// block once every slot in it has been read (the last reader of the block does, whichever it is;
-// a per-slot bit tells a reader that a slower one is still copying out). Freed blocks go to a
-// small pool the senders take from first, so a steady flow allocates nothing; a bounded channel
-// fills the pool at construction with every block its capacity can span. It allocates later
-// only when blocks stay out of the pool longer than their values: a receiver stalled while
-// copying out keeps its block, and slots skipped by sends that threw hold their block until a
-// receiver passes them (the pool keeps two spare blocks for that).
+// A FIFO of linked blocks of slots (as crossbeam's unbounded channel): each side claims slots by
+// CAS on its own position counter, so values arrive in claim order.
+/// - Every wait is a wait on a SplitGate (`items`, `space`); a receiver claims a slot only after
+///   `items` granted a value.
+/// - Freed blocks go to a pool senders take from first: a steady flow allocates nothing; a
+///   bounded channel pre-fills the pool. Design: guides/design-notes.md.
 inline constexpr std::uint32_t kChannelBlockSlots = 31;
 
 class TC_API ChannelCore
@@ -64,8 +42,8 @@ public:
     bool Bounded() const noexcept { return bounded_; }
 
     // ---- a send: Claim, construct the value in slot.storage, then Publish (or Abandon) ----
-    // Bounded: call only after `space` granted room. Throws std::bad_alloc when a new block is
-    // needed and cannot be had; nothing was claimed then (and granted room is given back).
+    // Bounded: only after `space` granted room. std::bad_alloc if a needed block cannot be had;
+    // nothing claimed then (granted room given back).
     Slot ClaimForSend();
     // The value is constructed: the slot becomes readable and a receiver is woken.
     void Publish(const Slot& slot) noexcept;
@@ -93,8 +71,8 @@ private:
         std::atomic<std::uint64_t> index{0}; // slot number, kChannelBlockSlots + 1 per block
         std::atomic<Block*> block{nullptr};
 
-        // acquire, index then block: the block read is at least as new as the index, and a claim
-        // of that index succeeds only if the index has not moved since, so the block is its own.
+        // acquire, index then block: the block read is at least as new as the index the claim
+        // checks.
         void Read(std::uint64_t& at, Block*& in) const noexcept
         {
             at = index.load(std::memory_order_acquire);

@@ -10,9 +10,8 @@
 
 namespace TC::Synchronization::detail
 {
-// co_await: passes at once if event.TryWait() does, else suspends through `callback` (the
-// event's own ISuspendCallback, whose OnSuspended re-checks before it publishes the waiter).
-// The coroutine continues on the executor that was current when it suspended.
+// co_await: passes if event.TryWait() does, else suspends through `callback` (which re-checks
+// before publishing); continues on the executor current at the suspension.
 template <class Event>
 class [[nodiscard("co_await it")]] EventWaitAwaiter
 {

@@ -29,18 +29,15 @@ struct FutureUnit
 template <class T>
 using FutureValue = std::conditional_t<std::is_void_v<T>, FutureUnit, T>;
 
-// The shared state's one atomic word. Besides the constants it holds the address of the one
-// suspended waiter's SuspendedTaskEntry, or the address of a continuation with kFutureThenTag
-// set. Entries and continuations are at least 8-byte aligned, so no address collides with a
-// constant or carries the tag by accident.
+// The word: a constant below, the suspended waiter's entry, or a continuation with kFutureThenTag
+// (all at least 8-byte aligned, so none collides).
 inline constexpr std::uintptr_t kFutureEmpty = 0;     // unresolved, nobody waiting
 inline constexpr std::uintptr_t kFutureResolved = 1;  // value or exception stored; producer gone
 inline constexpr std::uintptr_t kFutureAbandoned = 2; // unresolved, the consumer is gone
 inline constexpr std::uintptr_t kFutureThenTag = 4;
 
-// What Then attaches to a state instead of a waiter. Run is called once the state is resolved,
-// owns the consumer side of that state from then on, and returns the next continuation that
-// became runnable (its own downstream one), so long chains resolve in a loop, not by recursion.
+// What Then attaches instead of a waiter: Run, once resolved, owns the consumer side and returns
+// the next runnable continuation (chains resolve in a loop).
 class FutureContinuation
 {
 public:
@@ -59,11 +56,8 @@ protected:
     ~FutureContinuation() = default;
 };
 
-// The state one Promise and one Future share. Ownership is settled by the word alone, without a
-// reference count: the producer leaves with the exchange that stores kFutureResolved, the
-// consumer leaves either after seeing kFutureResolved (then it frees the state) or by storing
-// kFutureAbandoned (then the producer frees it when it resolves). So each side's last access is
-// one atomic operation and nothing dangles whichever side goes first.
+// The state one Promise and one Future share, owned through the word alone: each side's last
+// access is one atomic operation, and whichever goes second frees it.
 class FutureStateBase
 {
 public:
@@ -84,13 +78,12 @@ public:
         return word_.load(std::memory_order_acquire) == kFutureAbandoned;
     }
 
-    // Producer side, after the value or exception is stored: publishes it and hands the waiter
-    // or continuation over. One RMW; the producer touches nothing of the state afterwards.
-    // Returns the continuation to run (the caller runs it, see FutureContinuation::RunAll).
+    // Producer, value stored: publishes it and hands over the waiter or continuation in one RMW,
+    // then touches nothing; returns the continuation to run (FutureContinuation::RunAll).
     [[nodiscard]] FutureContinuation* Publish() noexcept
     {
-        // acq_rel: release the value to the consumer; acquire the waiter's or continuation's
-        // publication, or the abandoning consumer's last accesses before we free the state.
+        // acq_rel: release the value; acquire the waiter's or continuation's publication, or the
+        // abandoning consumer's last accesses.
         const std::uintptr_t previous = word_.exchange(kFutureResolved, std::memory_order_acq_rel);
         if (previous == kFutureEmpty)
             return nullptr;
@@ -142,8 +135,7 @@ public:
         return false;
     }
 
-    // The waiter's callback: publishes the suspended waiter in the word, or resumes it at once
-    // when the state was resolved in the meantime. No mutex, no retry loop: one CAS decides.
+    // The waiter's callback: one CAS publishes the waiter, or resumes it if already resolved.
     class Waiter final : public ISuspendCallback
     {
     public:
@@ -184,8 +176,7 @@ private:
     friend class ::TC::Synchronization::Promise;
     void MarkResolvedExclusive() noexcept
     {
-        // relaxed: no consumer exists yet; handing the state to one (GetFuture) is a plain move
-        // within the producer's thread, and the Future's later acquire loads see this store.
+        // relaxed: no consumer yet; GetFuture hands the state over on this thread.
         word_.store(kFutureResolved, std::memory_order_relaxed);
     }
 };

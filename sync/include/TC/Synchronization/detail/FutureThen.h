@@ -43,9 +43,8 @@ struct ThenInvoke<F, void>
     using Result = std::invoke_result_t<F>;
 };
 
-// The state Then returns, which is also the continuation attached to the source. When f
-// returns a future it attaches itself a second time, to that inner future (inner_ != nullptr
-// marks that second phase).
+// The state Then returns, also the continuation on the source; when f returns a future it
+// attaches itself again to that one (inner_ != nullptr).
 template <class T, class F>
 class ThenState final
     : public FutureState<typename FutureFlatten<typename ThenInvoke<F, T>::Result>::Type>,

@@ -17,22 +17,12 @@
 
 namespace TC::Synchronization::detail
 {
-// The word is kUnset, kSet, or the address of the newest suspended waiter's SuspendedTaskEntry
-// (entries are pointer-aligned, so neither constant is a valid address); with ManyWaiters the
-// older waiters hang off that entry through its `next` link, oldest last. Every access by a
-// waiter or setter is one access of the word (an RMW; a waiter's look before it may be a load)
-// and the last of the object: nothing of the event is touched after the RMW that
-// publishes the waiter or claims the waiters. That is what lets a waiter destroy the event as
-// soon as its wait returns. It also makes a manual-reset Set claim exactly the waiters suspended
-// when it opened the event: one exchange does both, so a waiter that suspends after a later Reset
-// is never resumed by an earlier Set (a Set that stored its state and then looked for waiters
-// could wake such a waiter, which then returned from Wait while the event was closed).
-//
-// Timed waits: with ManyWaiters a timed-out waiter unlinks its entry from the chain. It sets
-// kLocked in the word (only while the word holds waiters), walks the chain and stores the word
-// back without its entry; Set and publishing waiters spin while kLocked is set, so a chain is
-// edited by one thread at a time and a Set claims it whole, before or after the unlink. Without
-// ManyWaiters the one waiter's claim is a compare-exchange (WaiterWord.h).
+// The word is kUnset, kSet, or the newest waiter's entry (older ones chained through `next`).
+/// - Every access of a waiter or setter is one RMW of the word and its last of the object: a
+///   waiter may destroy the event as soon as its wait returns.
+/// - A Set claims exactly the waiters suspended when it opened the event.
+/// - ManyWaiters: a timed-out waiter unlinks itself under kLocked in the word; a Set claims the
+///   chain whole, before or after. Else the one waiter's claim is a CAS (WaiterWord.h).
 template <bool ManyWaiters = false>
 class OneWordEvent : private ISuspendCallback
 {
@@ -42,12 +32,9 @@ public:
 
     void Set() noexcept
     {
-        // acq_rel: an exchange both opens the event and claims the waiters; release publishes
-        // our caller's writes to every waiter that passes, acquire reads the waiters'
-        // publications. Its acquire also covers the older waiters' links: each publication is
-        // an RMW, so the publications form one release sequence that this exchange reads the
-        // end of. ManyWaiters: the same as a compare-exchange that waits out an unlinking
-        // timeout (whose release store the chain it leaves comes with).
+        // acq_rel: opens the event and claims the waiters; release publishes our caller's writes
+        // to passing waiters, acquire reads the waiters' publications (one release sequence).
+        // ManyWaiters: as a CAS that waits out an unlinking timeout.
         std::uintptr_t word = 0;
         if constexpr (ManyWaiters)
             word = SwapUnlocked(kSet, std::memory_order_acq_rel);
@@ -107,8 +94,7 @@ public:
 
 protected:
     explicit OneWordEvent(bool initiallySet) noexcept : word_(initiallySet ? kSet : kUnset) {}
-    // Virtual only because the class has virtual members (-Wnon-virtual-dtor); never deleted
-    // through a base pointer.
+    // Virtual only because of virtual members (-Wnon-virtual-dtor); never deleted through a base.
     virtual ~OneWordEvent()
     {
 #if TC_CHECKED

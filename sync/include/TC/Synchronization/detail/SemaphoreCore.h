@@ -24,23 +24,12 @@ enum class AcquireResult : std::uint32_t
     TimedOut = 3,
 };
 
-// Design: one atomic word holds the permit count (bits 2-63), a flag that the waiter list is
-// not empty (bit 0) and the lock of that list (bit 1); the list is a FIFO of WaitNodes in the
-// waiters' own frames. TryAcquire is one CAS on the count. A Release that finds no waiter adds
-// its permits with one CAS and is done; one that finds the flag takes the list's lock, hands
-// its permits to the oldest waiters directly, and with one last RMW unlocks, clears the flag if
-// the list emptied and adds what is left. A waiter takes the lock, then with one CAS either
-// takes a permit (one arrived) or sets the flag and unlocks. Every change of the word is an RMW,
-// so the waiter's CAS and a Release's CAS are ordered: either the waiter sees the permit or the
-// Release sees the waiter. While the flag is set the count is zero (tests/model/semaphore_word.pml
-// checks it at every change of the word).
-//
-// What this buys: nothing touches the object after the RMW that makes a permit available (a
-// Release's CAS or last RMW, a waiter's CAS), and waiters are resumed after that RMW, so whoever
-// takes a permit may destroy the object at once if no other call on it can start; no count of
-// calls in flight, no drain. A newcomer's TryAcquire may take a permit before a queued waiter
-// (FIFO among waiters only), which keeps the uncontended path free of the lock. Limits: at most
-// kMaxPermits permits at a time; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
+// One word: permit count (bits 2-63), waiters-present flag (bit 0), list lock (bit 1); the FIFO
+// of WaitNodes lives in the waiters' frames (tests/model/semaphore_word.pml checks the word).
+/// - Nothing touches the object after the RMW that makes a permit available: its taker may
+///   destroy it at once if no other call can start.
+/// - FIFO among waiters; a newcomer's TryAcquire may take a permit first.
+/// - At most kMaxPermits permits; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
 class TC_API SemaphoreCore
 {
 public:
@@ -73,11 +62,8 @@ public:
         return false;
     }
 
-    // Acquired if a permit is there; Closed if the core is closed and none is left; else
-    // Pending. The count is looked at again once closed_ reads true: a permit released before
-    // the Close is visible from then on (the load synchronizes with Close's store), but it may
-    // have landed after the first look, and answering Closed then would strand it -- a Channel
-    // value sent before Close, dropped by a Receive that said "closed and drained".
+    // Acquired if a permit is there; Closed if closed and none left (looked at again once
+    // closed, so a permit released before Close is never stranded); else Pending.
     AcquireResult TryAcquireOrClosed() noexcept
     {
         if (TryAcquire())
@@ -87,8 +73,7 @@ public:
         return TryAcquire() ? AcquireResult::Acquired : AcquireResult::Closed;
     }
 
-    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile. (The kernel
-    // turns an infinite timeout into the untimed wait, which never answers TimedOut.)
+    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
     AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
     // As Acquire, or TimedOut after `timeout`.
     AcquireResult Acquire(Duration timeout);
@@ -107,8 +92,8 @@ public:
                 return;
             }
             CheckRoomFor(state, n);
-            // release: what our caller wrote before Release is visible to whoever acquires the
-            // permit. The last access: the permit's taker may destroy the object from here on.
+            // release: our caller's writes reach the permit's taker. The last access: the taker
+            // may destroy the object from here on.
             if (state_.compare_exchange_weak(state, state + add, std::memory_order_release,
                                              std::memory_order_relaxed))
                 return;
@@ -187,8 +172,7 @@ public:
         }
         AcquireResult await_resume() noexcept
         {
-            // Settle the timer on every path: when a Release handed the permit over (status set)
-            // the deadline is still armed, and the frame holding it may be freed next.
+            // Settle the timer on every path: a handed-over permit leaves the deadline armed.
             const bool resumed = inner_.await_resume();
             if (node_.status == 0 && !resumed)
                 return AcquireResult::TimedOut;
@@ -221,8 +205,7 @@ private:
     {
         return static_cast<std::int64_t>(state >> kCountShift);
     }
-    // Before adding n (0 <= n <= kMaxPermits) permits to the count in `state`: the one range
-    // check of both ways a Release adds them (its CAS, and LockQueue's once the waiters left).
+    // Range check of both ways a Release adds n (0 <= n <= kMaxPermits) permits.
     static void CheckRoomFor([[maybe_unused]] std::uint64_t state,
                              [[maybe_unused]] std::int64_t n) noexcept
     {
@@ -233,8 +216,8 @@ private:
     // Release's way when a waiter is queued: hands the permits out under the lock.
     void ReleaseToWaiters(std::int64_t n) noexcept;
     // Takes the list's lock; returns the word as the taking CAS left it (the lock bit set).
-    // With addIfNoWaiters (a count of permits, shifted), a word without waiters gets that added
-    // instead, and it returns 0 (Release's way once the waiters it saw have left).
+    // With addIfNoWaiters (shifted permits), a word without waiters gets that added instead and
+    // it returns 0.
     std::uint64_t LockQueue(std::uint64_t addIfNoWaiters = 0) noexcept;
     // Releases the list's lock, clearing the waiter flag if the list is empty now.
     void UnlockQueue() noexcept;

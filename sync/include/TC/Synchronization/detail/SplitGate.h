@@ -1,7 +1,6 @@
 #pragma once
-// SplitGate: a counting gate for one side that releases and another that acquires (a channel's
-// senders and receivers), which counts each side's permits on that side's own cache line and
-// touches a waiter queue only when someone waits.
+// SplitGate: a counting gate with a releasing side and an acquiring side (a channel's senders and
+// receivers), each counting on its own cache line; a waiter queue only when someone waits.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -14,46 +13,17 @@
 
 namespace TC::Synchronization::detail
 {
-// Design. Two monotonic counters: `released_` (written by releasers only) and `taken_` (written
-// by acquirers only); the permits available are released_ - taken_. An acquire takes one with a
-// compare-exchange on `taken_`, checked against the last value of `released_` an acquirer saw
-// (`seen`, kept beside `taken_`): `released_` only grows, so a permit below an old look is still
-// there, and `released_`'s line is read again only when the permits seen are used up. A release
-// is one fetch_add on `released_` and a load of `waiting_`. So a steady flow writes no line that
-// both sides write: SemaphoreCore's one word crosses between a sender's and a receiver's core
-// twice per permit, which made a Channel's throughput the speed of that line's transfers.
-//
-// Waiting. An acquirer that finds no permit (a thread, or a task whose worker has nothing else
-// queued, first spins up to about 2.5 us, with growing pauses, for one -- or for `spinBatch`
-// while the spin lasts, see SpinForPermit; a coroutine, a pumping host thread and a task with
-// other work queued or on a host-pumped scheduler do not spin) counts itself
-// in `waiting_`, looks at `released_` once more, and, finding nothing, waits on `waiting_.queue`, a
-// SemaphoreCore that holds no permits of its own. A release that sees `waiting_` non-zero takes up
-// to n permits (no more than the waiters it saw) from the counters on the waiters' behalf and
-// releases them into `waiting_.queue` ("parks" them), whose FIFO hands each to its oldest waiter.
-// Both sides' order is seq_cst, write then read: the waiter's increment then its look at
-// `released_`, the release's add then its look at `waiting_`. In the single total order one of the
-// two looks comes second and sees the other's write, so either the waiter finds the permit or the
-// release finds the waiter (no lost wake-up).
-//
-// A parked permit stays counted as taken: it is never lost, only parked. TryAcquire takes a
-// parked one when the counters are empty, so a grant whose waiter found a permit itself, or timed
-// out, serves the next acquire; and when such a non-waiter takes a parked permit while waiters
-// are still counted, it parks one from the counters in its place (TryTakeParked), since the
-// release that parked it granted that waiter nothing else. tests/model/split_gate.pml checks all
-// of this (every acquire returns; permits are neither made nor lost). Among queued waiters the
-// order is FIFO; a newcomer that finds a permit in the counters takes it before a queued waiter.
-//
-// Close closes `waiting_.queue`: waiters resume with Closed (then look at the counters once more),
-// and an acquire that finds no permit, counted or parked, returns Closed instead of waiting.
-// Permits released before or after the Close can still be acquired. Unlike SemaphoreCore, a release
-// touches the gate after the add that makes its permit available: destroy a SplitGate only when
-// no call on it is running (a Channel's rule anyway).
+// Two monotonic counters: released_ (releasers) and taken_ (acquirers); the permits available are
+// their difference. A release that finds waiters counted parks permits in waiting_.queue (FIFO).
+/// - seq_cst write-then-read on both sides: a waiter finds the permit or the release the waiter.
+/// - A parked permit stays taken, never lost; TryAcquire takes a parked one when the counters are
+///   empty (checked by tests/model/split_gate.pml). A newcomer may pass queued waiters.
+/// - Close: waiters resume Closed; permits released before or after stay acquirable.
+/// - Destroy it only when no call on it runs. Design: guides/design-notes.md.
 class TC_API SplitGate
 {
 public:
-    // `spinBatch` (at least 1): how many permits a spinning thread waits for before it takes
-    // one, while its spin lasts (see SpinForPermit).
+    // `spinBatch` (at least 1): permits a spinning thread waits for before taking one.
     explicit SplitGate(std::int64_t initial = 0, std::uint64_t spinBatch = 1) noexcept
     {
         TC_CHECK(initial >= 0, "a gate's count stays in range",
@@ -69,9 +39,8 @@ public:
     // Takes a permit without waiting: from the counters, else a parked one.
     bool TryAcquire() noexcept { return TryTakeCounted() || TryTakeParked(); }
 
-    // Acquired if a permit is there; Closed if the gate is closed and none is left; else Pending.
-    // As SemaphoreCore's: the permits are looked at again once the close is seen, since a permit
-    // released before the Close may have landed after the first look.
+    // Acquired if a permit is there; Closed if closed and none left (looked at again once the
+    // close is seen); else Pending.
     AcquireResult TryAcquireOrClosed() noexcept
     {
         if (TryAcquire())
@@ -191,27 +160,19 @@ private:
     }
 
     static constexpr unsigned kSpinRounds = 5;
-    // About how long SpinForPermit's rounds last (their pauses): a timed acquire with a shorter
-    // timeout does not spin.
+    // About how long SpinForPermit's rounds last: no spin for a shorter timeout.
     static constexpr std::int64_t kSpinNanoseconds = 2500;
-    // A spin batch above one suits a gate whose acquirer can afford to wait a little (a bounded
-    // Channel's room: the channel is full, so its receivers have values to take meanwhile).
-    // Taking permits one by one as they come passes released_'s line between the releaser and
-    // the spinner once per permit; waiting for a batch passes it once per batch.
+    // Waits for spinBatch permits while the spin lasts (design notes).
     bool SpinForPermit() noexcept;
-    // At least `spinBatch` permits in the counters, at a fresh look. taken_ first: it never
-    // passes released_, so the difference of the two loads is not negative.
+    // At least `spinBatch` permits in the counters, at a fresh look (taken_ loaded first).
     bool BatchAvailable() const noexcept
     {
         const std::uint64_t taken = taken_.value.load(std::memory_order_relaxed);
         return released_.value.load(std::memory_order_relaxed) - taken >= taken_.spinBatch;
     }
 
-    // Takes a parked permit as a non-waiter. A release parked it for a counted waiter and did
-    // not grant that waiter another, so while waiters are counted one is parked in its place
-    // from the counters (or the next release does it). Without this, a permit released together
-    // with the parked one stays in the counters beside a sleeping waiter (tests/model/
-    // split_gate.pml, BROKEN_NO_REGRANT).
+    // Takes a parked permit as a non-waiter; while waiters are counted, parks one from the
+    // counters in its place (tests/model/split_gate.pml, BROKEN_NO_REGRANT).
     bool TryTakeParked() noexcept
     {
         if (!waiting_.queue.TryAcquire())

@@ -9,17 +9,13 @@
 
 namespace TC::Synchronization::detail
 {
-// Measures the time spent against the budget rather than keeping a deadline (now + timeout):
-// that sum overflows for a huge finite timeout and then reads as a deadline long past.
+// Measures time spent rather than a deadline (now + timeout overflows for huge timeouts).
 class TimeBudget
 {
 public:
     explicit TimeBudget(Duration timeout) noexcept : budget_(timeout.ToChrono()) {}
-    // Not positive once the budget is spent. The budget starts at the first call, which answers
-    // all of it: a wait that finds its value at once reads no clock. The start is the deadline
-    // clock's (an upper bound of the steady clock, TC/detail/DeadlineClock.h) and the later
-    // reads the steady clock's, so the time spent is never overstated: the waits end a little
-    // after the first call + timeout, never before.
+    // Not positive once spent. Starts at the first call, which answers all of it (no clock read);
+    // starts on the deadline clock, later reads the steady clock: waits never end early.
     std::chrono::nanoseconds Left() noexcept
     {
         if (startNs_ == kNotStarted)

@@ -10,19 +10,17 @@
 
 namespace TC::Synchronization::detail
 {
-// One waiter of a lock-based primitive (Mutex, Semaphore, ConditionVariable, Barrier, Channel).
-// It lives in the waiter's own frame -- on a task's or thread's stack, or in a coroutine's
-// awaiter -- so queueing allocates nothing, and it is the ISuspendCallback of that one wait, so
-// OnSuspended knows which record to publish and the waker can leave a result in `status`.
-// Rule: once a node is on a list and the list's lock is released, only whoever takes it off the
-// list may touch it, and only until it passes `task` to ResumeTask.
+// One waiter of a lock-based primitive, in the waiter's own frame (no allocation) and the
+// ISuspendCallback of that one wait; the waker leaves a result in `status`.
+/// - Once on a list and the lock released, only whoever takes it off may touch it, until its
+///   ResumeTask.
 class TC_API WaitNode : public ISuspendCallback
 {
 public:
     WaitNode() noexcept = default;
     WaitNode(const WaitNode&) = delete;
     WaitNode& operator=(const WaitNode&) = delete;
-    // Virtual only to keep -Wnon-virtual-dtor quiet; nodes are never deleted through a base.
+    // Virtual for -Wnon-virtual-dtor; never deleted through a base.
     virtual ~WaitNode() = default;
 
     WaitNode* next = nullptr;
@@ -89,9 +87,8 @@ private:
     WaitNode* tail_ = nullptr;
 };
 
-// Resumes a chain taken off a list (linked through `next`) after the list's lock was released,
-// leaving `status` in each node first. Reads each link before the resume: after ResumeTask the
-// node may be gone.
+// Resumes a chain taken off a list, after its lock was released, leaving `status` first; reads
+// each link before the resume.
 inline void ResumeChain(WaitNode* node, std::uint32_t status) noexcept
 {
     while (node)

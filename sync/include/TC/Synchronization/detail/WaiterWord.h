@@ -1,7 +1,6 @@
 #pragma once
-// WaiterWord: the conversions and the timeout claim of a one-word primitive, whose atomic word
-// holds either one of a few small state values or its suspended waiter's entry address
-// (OneWordEvent under the events, Mailbox<T>).
+// WaiterWord: conversions and the timeout claim of a one-word primitive whose word holds a small
+// state value or its waiter's entry address (OneWordEvent, Mailbox<T>).
 
 #include <TC/SuspendedTask.h>
 
@@ -10,8 +9,7 @@
 
 namespace TC::Synchronization::detail
 {
-// A waiter in the word: its entry's address. Entries are pointer-aligned, so the small state
-// values a primitive uses (0, 1, 2) are never one.
+// A waiter in the word: its entry's (pointer-aligned) address, never a small state value.
 inline std::uintptr_t WordOf(SuspendedTask task) noexcept
 {
     return reinterpret_cast<std::uintptr_t>(task.Entry());
@@ -27,8 +25,8 @@ inline SuspendedTask WaiterOf(std::uintptr_t word) noexcept
     return SuspendedTask(EntryOf(word));
 }
 
-// OnTimeout's claim: moves the word from `task` back to `idle`. A resumer claims the same waiter
-// with an RMW of its own on the word, so exactly one of them wins; true if the timeout did.
+// OnTimeout's claim: moves the word from `task` to `idle`; exactly one of it and a resumer's
+// RMW wins. True if the timeout did.
 inline bool ClaimForTimeout(std::atomic<std::uintptr_t>& word, SuspendedTask task,
                             std::uintptr_t idle) noexcept
 {
