@@ -12,6 +12,7 @@
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendAsync.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
@@ -52,7 +53,7 @@ struct IgnoreRacyReads
     IgnoreRacyReads& operator=(const IgnoreRacyReads&) = delete;
 };
 
-[[maybe_unused]] std::string Seconds(std::int64_t nanoseconds)
+std::string Seconds(std::int64_t nanoseconds)
 {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(nanoseconds) / 1e9);
@@ -79,14 +80,13 @@ std::string WaitsOn(const SuspendedTaskEntry& entry)
     return "waits on " + NameOf(target) + " at " + Address(target.object);
 }
 
-// In checked builds, how long the entry has been suspended (", for N s"); else nothing.
-std::string SuspendedFor([[maybe_unused]] const SuspendedTaskEntry& entry, [[maybe_unused]] std::int64_t now)
+// How long the entry has been suspended (" for N s"), when its suspension was stamped.
+std::string SuspendedFor(const SuspendedTaskEntry& entry, std::int64_t now)
 {
-#if TC_CHECKED
-    if (entry.state_.load(std::memory_order_relaxed) == EntryState::Suspended && entry.suspendedAt_ != 0)
-        return " for " + Seconds(now - entry.suspendedAt_);
-#endif
-    return {};
+    if (entry.suspendedAt_ == 0)
+        return {};
+    // The coarse clock it was stamped with may run a little ahead of the steady clock.
+    return " for " + Seconds(std::max<std::int64_t>(now - entry.suspendedAt_, 0));
 }
 
 // The worker of any core whose current task is `task`, or nullptr.

@@ -102,6 +102,7 @@ void SchedulerCore::Idle(Worker& worker)
             if (policy == IdlePolicy::SpinThenSleep && i % 32 == 0)
             {
                 const std::int64_t now = SteadyNowNanoseconds();
+                worker.tick = now;
                 if (until == 0)
                     until = now + kSpinNanoseconds;
                 else if (now >= until)
@@ -114,6 +115,7 @@ void SchedulerCore::Idle(Worker& worker)
     if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
     UnregisterSleeper(worker.parker);
+    RefreshTick(worker); // after a sleep of any length
 }
 
 void SchedulerCore::AwaitDelivery(Worker& worker)
