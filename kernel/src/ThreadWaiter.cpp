@@ -9,6 +9,7 @@
 #include "Resume.h"
 #include "SchedulerCore.h"
 #include "ThreadState.h"
+#include "TaskRegistry.h"
 #include "Timers.h"
 
 #include <TC/Checked.h>
@@ -17,6 +18,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 
 namespace TC::detail
 {
@@ -114,6 +116,10 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     entry.kind_ = WaiterKind::Thread;
     entry.owner_ = &word;
     entry.callback_ = callback;
+    if (!thread.listed) [[unlikely]]
+        ListThread(thread);
+    // For DumpTasks; a wait nested in work this thread pumps for its host restores the outer one.
+    SuspendedTaskEntry* const outer = std::exchange(thread.waiting, &entry);
     TimerNode node;
     const bool timed = !timeout.IsInfinite() && TimersEnabled();
     if (timed)
@@ -139,6 +145,9 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             CpuRelax();
             continue;
         }
+        // The wait's start for DumpTasks, once the thread stops spinning (exact in checked builds).
+        if (entry.suspendedAt_ == 0)
+            entry.suspendedAt_ = SteadyNowNanoseconds();
         if (hosts.Count() == 0)
         {
             SleepOnWord(word, kWordResumed);
@@ -148,6 +157,7 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             SleepOnWord(word, kWordResumed | kWordWork);
         hosts.Unregister();
     }
+    thread.waiting = outer;
     return timed ? SettleTimer(entry, node) : true;
 }
 } // namespace TC::detail

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <poll.h>
+#include <pthread.h>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -223,6 +224,34 @@ TEST_CASE("A task's wait is timed from when it suspended, after its worker slept
         handle->Join();
     host.RunUntilIdle();
     hosted.Join();
+}
+
+TEST_CASE("DumpTasks lists each converted thread that waits, with its id, name and wait, in every build")
+{
+    Mailbox box;
+    std::atomic<int> threadId{0};
+    std::thread waiter([&] {
+        pthread_setname_np(pthread_self(), "dump-waiter");
+        threadId = static_cast<int>(gettid());
+        (void)box.Take();
+    });
+    while (threadId == 0)
+        std::this_thread::sleep_for(1ms);
+    const std::string prefix = "  thread " + std::to_string(threadId.load()) + " 'dump-waiter' ";
+    std::string dump = DumpWhen([&](const std::string& text) { return Contains(text, prefix + "suspended for"); });
+    std::this_thread::sleep_for(300ms);
+    dump = Dump();
+    INFO(dump);
+    CHECK(Contains(dump, "converted threads waiting:\n"));
+    const std::size_t at = dump.find(prefix);
+    REQUIRE(at != std::string::npos);
+    const std::string line = dump.substr(at, dump.find('\n', at) - at);
+    CHECK(SuspendedSeconds(line) >= 0.29);
+    CHECK(Contains(line, ", waits on TestSupport::Mailbox at 0x"));
+    box.Put(1);
+    waiter.join();
+    dump = Dump();
+    CHECK(!Contains(dump, "'dump-waiter'")); // its wait ended; and the thread is gone
 }
 
 TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every scheduler")
