@@ -39,6 +39,18 @@ constexpr unsigned kThreadSpinIterations = 200;
               "so work a host runs must not throw out of its resume (catch it in the coroutine)";
     ReportRuleViolation("work threw inside a wait", detail.c_str());
 }
+// A wait that outlasted its spin shows in DumpTasks: its thread is listed (at its first such
+// wait), and the wait is timed from now (checked builds timed it from its start). Off the fast
+// path, where a wait resumed within its spin costs nothing for it. Returns the wait it is nested
+// in (a wait inside work the thread pumps for its host), to be shown again once it ends.
+[[gnu::noinline]] SuspendedTaskEntry* ShowWait(ThreadState& thread, SuspendedTaskEntry& entry) noexcept
+{
+    if (!thread.listed)
+        ListThread(thread);
+    if (entry.suspendedAt_ == 0)
+        entry.suspendedAt_ = SteadyNowNanoseconds();
+    return std::exchange(thread.waiting, &entry);
+}
 } // namespace
 
 HostedSchedulers::HostedSchedulers(ThreadState& thread, const SchedulerCore* skip) noexcept
@@ -116,10 +128,6 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     entry.kind_ = WaiterKind::Thread;
     entry.owner_ = &word;
     entry.callback_ = callback;
-    if (!thread.listed) [[unlikely]]
-        ListThread(thread);
-    // For DumpTasks; a wait nested in work this thread pumps for its host restores the outer one.
-    SuspendedTaskEntry* const outer = std::exchange(thread.waiting, &entry);
     TimerNode node;
     const bool timed = !timeout.IsInfinite() && TimersEnabled();
     if (timed)
@@ -135,6 +143,8 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     // destruction does not see it.
     HostedSchedulers hosts(thread, nullptr);
     unsigned spins = 0;
+    bool shown = false;                  // to DumpTasks, once it stopped spinning (ShowWait)
+    SuspendedTaskEntry* outer = nullptr; // the wait this one is nested in, shown meanwhile
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)
     {
         // Nested wait: run the hosted schedulers' work while waiting.
@@ -145,9 +155,11 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             CpuRelax();
             continue;
         }
-        // The wait's start for DumpTasks, once the thread stops spinning (exact in checked builds).
-        if (entry.suspendedAt_ == 0)
-            entry.suspendedAt_ = SteadyNowNanoseconds();
+        if (!shown) [[unlikely]]
+        {
+            shown = true;
+            outer = ShowWait(thread, entry);
+        }
         if (hosts.Count() == 0)
         {
             SleepOnWord(word, kWordResumed);
@@ -157,7 +169,8 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             SleepOnWord(word, kWordResumed | kWordWork);
         hosts.Unregister();
     }
-    thread.waiting = outer;
+    if (shown)
+        thread.waiting = outer;
     return timed ? SettleTimer(entry, node) : true;
 }
 } // namespace TC::detail

@@ -254,6 +254,23 @@ TEST_CASE("DumpTasks lists each converted thread that waits, with its id, name a
     CHECK(!Contains(dump, "'dump-waiter'")); // its wait ended; and the thread is gone
 }
 
+TEST_CASE("DumpTasks shows a task in JoinHandle::Join as waiting on the Join, not its callback")
+{
+    Mailbox box;
+    SchedulerOptions options;
+    options.workerCount = 1;
+    Scheduler scheduler(options);
+    auto joined = scheduler.Start([&] { (void)box.Take(); }, {.name = "joined"});
+    auto joiner = scheduler.Start([&] { joined.Join(); }, {.name = "joiner"});
+    const std::string dump = DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "joiner"), "suspended");
+    });
+    INFO(dump);
+    CHECK(Contains(LineOf(dump, "joiner"), "waits on TC::JoinHandle::Join at 0x"));
+    box.Put(1);
+    joiner.Join();
+}
+
 TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every scheduler")
 {
     Mailbox box;

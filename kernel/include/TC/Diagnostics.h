@@ -59,7 +59,8 @@ TC_API bool EnableHangReports(Duration threshold);
 /// finished but not joined -- and for a suspended task how long it has waited and what it waits
 /// on (the primitive's name and address); then each converted thread that waits, with its OS
 /// thread id and name. Checked builds add the coroutines suspended through the suspend protocol.
-/// - A converted thread's wait is timed once it stops spinning (after a few microseconds).
+/// - A converted thread's wait is listed, and timed, once it outlasts its spin (a few
+///   microseconds).
 /// - The wait is timed from its worker's coarse clock, read every few dozen picks, when the
 ///   worker wakes and when a host's pump turn begins: it may count the run of the tasks picked
 ///   just before the wait began, and reads 0 s for a wait that began this instant.
