@@ -7,15 +7,18 @@
 #include "SchedulerCore.h"
 #include "Task.h"
 #include "TaskRegistry.h"
+#include "ThreadState.h"
 #include "Timers.h"
 
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendAsync.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
 #include <ostream>
+#include <pthread.h>
 #include <string>
 
 // The gdb extension, as an inline script of .debug_gdb_scripts (cmake/TCGdbExtension.cmake): in
@@ -52,7 +55,7 @@ struct IgnoreRacyReads
     IgnoreRacyReads& operator=(const IgnoreRacyReads&) = delete;
 };
 
-[[maybe_unused]] std::string Seconds(std::int64_t nanoseconds)
+std::string Seconds(std::int64_t nanoseconds)
 {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(nanoseconds) / 1e9);
@@ -79,14 +82,13 @@ std::string WaitsOn(const SuspendedTaskEntry& entry)
     return "waits on " + NameOf(target) + " at " + Address(target.object);
 }
 
-// In checked builds, how long the entry has been suspended (", for N s"); else nothing.
-std::string SuspendedFor([[maybe_unused]] const SuspendedTaskEntry& entry, [[maybe_unused]] std::int64_t now)
+// How long the entry has been suspended (" for N s"), when its suspension was stamped.
+std::string SuspendedFor(const SuspendedTaskEntry& entry, std::int64_t now)
 {
-#if TC_CHECKED
-    if (entry.state_.load(std::memory_order_relaxed) == EntryState::Suspended && entry.suspendedAt_ != 0)
-        return " for " + Seconds(now - entry.suspendedAt_);
-#endif
-    return {};
+    if (entry.suspendedAt_ == 0)
+        return {};
+    // The coarse clock it was stamped with may run a little ahead of the steady clock.
+    return " for " + Seconds(std::max<std::int64_t>(now - entry.suspendedAt_, 0));
 }
 
 // The worker of any core whose current task is `task`, or nullptr.
@@ -171,19 +173,39 @@ void DescribeCore(std::ostream& out, const CoreRecord& record, std::int64_t now)
         out << "  no live task\n";
 }
 
-// Checked builds: the converted threads and coroutines suspended now (tasks are listed above).
-void DescribeOtherWaiters([[maybe_unused]] std::ostream& out, [[maybe_unused]] std::int64_t now)
+// The converted threads waiting now, with their OS thread id and name (every build; under
+// RegistryLock()).
+void DescribeThreads(std::ostream& out, std::int64_t now)
+{
+    std::string lines;
+    for (const ThreadState* thread = threadRegistry; thread; thread = thread->nextListed)
+    {
+        const SuspendedTaskEntry* entry = thread->waiting;
+        if (!entry)
+            continue;
+        char name[32] = "";
+        if (pthread_getname_np(static_cast<pthread_t>(thread->handle), name, sizeof name) != 0)
+            name[0] = '\0';
+        lines += "  thread " + std::to_string(thread->osThreadId) + " '" + name + "' suspended" +
+                 SuspendedFor(*entry, now) + ", " + WaitsOn(*entry) + '\n';
+    }
+    if (!lines.empty())
+        out << "converted threads waiting:\n" << lines;
+}
+
+// Checked builds: the coroutines suspended now, by frame address.
+void DescribeCoroutines([[maybe_unused]] std::ostream& out, [[maybe_unused]] std::int64_t now)
 {
 #if TC_CHECKED
     std::string lines;
     ForEachSuspended([&](const SuspendedTaskEntry& entry) {
-        if (entry.kind_ == WaiterKind::Task)
+        if (entry.kind_ != WaiterKind::Coroutine)
             return;
-        lines += entry.kind_ == WaiterKind::Thread ? "  thread " : "  coroutine ";
-        lines += Address(entry.owner_) + " suspended" + SuspendedFor(entry, now) + ", " + WaitsOn(entry) + '\n';
+        lines += "  coroutine " + Address(entry.owner_) + " suspended" + SuspendedFor(entry, now) + ", " +
+                 WaitsOn(entry) + '\n';
     });
     if (!lines.empty())
-        out << "threads and coroutines suspended:\n" << lines;
+        out << "coroutines suspended:\n" << lines;
 #endif
 }
 } // namespace
@@ -209,8 +231,9 @@ void DumpTasks(std::ostream& out)
         std::lock_guard guard(RegistryLock());
         for (CoreRecord* record = coreRegistry; record; record = record->next)
             DescribeCore(out, *record, now);
+        DescribeThreads(out, now);
     }
-    DescribeOtherWaiters(out, now);
+    DescribeCoroutines(out, now);
     out.flush();
 }
 } // namespace TC

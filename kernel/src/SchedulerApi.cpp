@@ -13,6 +13,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <typeinfo>
 #include <utility>
 
 namespace TC
@@ -223,6 +224,10 @@ void JoinHandle::Join()
                         expected, reinterpret_cast<std::uintptr_t>(waiter.Entry()),
                         std::memory_order_acq_rel, std::memory_order_acquire))
                     ResumeTask(waiter); // finished in the meantime
+            }
+            WaitTarget WaitedOn() const noexcept override
+            {
+                return {task, &typeid(JoinHandle), "TC::JoinHandle::Join"};
             }
         } callback(task);
         SuspendTask(&callback);

@@ -224,6 +224,10 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
     const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
     if (globalFirst)
     {
+        // The worker's coarse clock: read when the count of picks ran out, and every
+        // kTickYieldInterval yields of a worker whose tasks keep yielding (a yield restarts it).
+        if (!worker.preferShared || --worker.yieldsUntilTick == 0) [[unlikely]]
+            RefreshTick(worker);
         worker.fairnessCountdown = kFairnessInterval;
         worker.preferShared = false;
     }

@@ -280,6 +280,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
     InitThreadContext(worker.context);
     CallThreadHook(options.hooks.threadStart, "threadStart", options.name, worker.index);
     worker.taskStartControl = ReadFloatingPointControl(); // as the hook may have set it
+    RefreshTick(worker);
     {
         ExecutorScope scope(owner); // one scope for the worker's life, not one per resumption
         for (;;)
@@ -375,7 +376,12 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
         if (!item)
             break;
         if (turn.ran++ == 0) // the host thread's state now, read only in a turn that runs work
+        {
             worker.taskStartControl = ReadFloatingPointControl();
+            // A host pumps when it likes (once a frame, or after a long pause): its tasks'
+            // suspensions are stamped with the time of the turn that runs them.
+            RefreshTick(worker);
+        }
         RunItem(worker, item);
     }
     PumpResult result;

@@ -118,6 +118,7 @@ void SchedulerCore::Idle(Worker& worker)
             if (policy == IdlePolicy::SpinThenSleep && i % 32 == 0)
             {
                 const std::int64_t now = SteadyNowNanoseconds();
+                worker.tick = now;
                 if (until == 0)
                     until = now + kSpinNanoseconds;
                 else if (now >= until)
@@ -130,6 +131,7 @@ void SchedulerCore::Idle(Worker& worker)
     if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
     UnregisterSleeper(worker.parker);
+    RefreshTick(worker); // after a sleep of any length
 }
 
 void SchedulerCore::AwaitDelivery(Worker& worker)

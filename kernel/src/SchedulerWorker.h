@@ -40,6 +40,8 @@ inline constexpr unsigned kInboxItemBits = 48;
 inline constexpr std::uintptr_t kInboxItemMask = (std::uintptr_t{1} << kInboxItemBits) - 1;
 // Every 61st pick a worker looks at the shared queue before its own (fairness).
 inline constexpr unsigned kFairnessInterval = 61;
+// Every 32nd shared-first pick that a yield asks for also refreshes the worker's tick.
+inline constexpr unsigned kTickYieldInterval = 32;
 // The top bit of SchedulerCore::enqueuing_: the destructor has made its last look, and new work
 // from outside the core's threads is refused; the bits below count submissions in flight.
 inline constexpr std::uint32_t kEnqueueClosed = std::uint32_t{1} << 31;
@@ -100,6 +102,12 @@ struct Worker
     Task* postTask = nullptr;
     SchedulerCore* postTarget = nullptr;
     unsigned fairnessCountdown = kFairnessInterval;
+    // Yields left until the next shared-first pick a yield causes refreshes `tick` (RefreshTick).
+    unsigned yieldsUntilTick = kTickYieldInterval;
+    // The worker's coarse clock (the deadline clock's nanoseconds), read every kFairnessInterval
+    // picks, every kTickYieldInterval yields, when it wakes from idle and at the start of a pump
+    // turn that runs work: each suspension of a task here is stamped with it (DumpTasks' "for").
+    std::int64_t tick = 0;
     bool preferShared = false; // set by a yield: the next pick looks at the shared queue first
     // A task that yielded back to this worker's loop (queued again already): the loop's next pick
     // passes over it while other work is ready (SchedulerCore::TryDequeue). 0: none.
@@ -123,4 +131,11 @@ struct Worker
     std::atomic<std::uint64_t> takenShared{0};
     std::thread thread;
 };
+
+// Reads the deadline clock into the worker's coarse clock (Worker::tick).
+inline void RefreshTick(Worker& worker) noexcept
+{
+    worker.tick = DeadlineNowNanoseconds();
+    worker.yieldsUntilTick = kTickYieldInterval;
+}
 } // namespace TC::detail

@@ -205,6 +205,8 @@ void SuspendTask(ISuspendCallback* callback)
         // no store: SuspendTaskFor clears it before it returns.
         if (task->entry.callback_ != callback)
             task->entry.callback_ = callback;
+        // The worker's coarse clock, not a clock read: on the line the switch writes anyway.
+        task->entry.suspendedAt_ = thread.worker->tick;
         SetRunState(*task, TaskRunState::Suspended);
         MarkSuspended(task->entry);
         SwitchAway(*thread.worker, task, PostSwitch::Suspend);
@@ -229,6 +231,7 @@ bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout)
     task->entry.callback_ = callback;
     task->entry.timedOut_ = false;
     PrepareTimer(task->entry, node, timeout);
+    task->entry.suspendedAt_ = thread.worker->tick;
     SetRunState(*task, TaskRunState::SuspendedTimed);
     MarkSuspended(task->entry);
     SwitchAway(*thread.worker, task, PostSwitch::SuspendTimed);

@@ -1,15 +1,19 @@
-// The registry of scheduler cores and their task blocks (TaskRegistry.h).
+// The registry of scheduler cores, their task blocks and the threads that wait (TaskRegistry.h).
 
 #include "TaskRegistry.h"
 
 #include "Task.h"
+#include "ThreadState.h"
 
 #include <atomic>
 #include <new>
+#include <pthread.h>
+#include <unistd.h>
 
 namespace TC::detail
 {
 CoreRecord* coreRegistry = nullptr;
+ThreadState* threadRegistry = nullptr;
 
 namespace
 {
@@ -84,5 +88,43 @@ void UnregisterBlock(CoreRecord& record, void* block) noexcept
     if (entry.next)
         entry.next->prev = entry.prev;
     entry.prev = entry.next = nullptr;
+}
+
+namespace
+{
+// Takes the thread's state out of the list when the thread exits.
+struct ListedThreadExit
+{
+    ThreadState* thread = nullptr;
+    ~ListedThreadExit()
+    {
+        if (!thread)
+            return;
+        std::lock_guard guard(RegistryLock());
+        if (thread->prevListed)
+            thread->prevListed->nextListed = thread->nextListed;
+        else if (threadRegistry == thread)
+            threadRegistry = thread->nextListed;
+        if (thread->nextListed)
+            thread->nextListed->prevListed = thread->prevListed;
+        thread->prevListed = thread->nextListed = nullptr;
+        thread->listed = false;
+    }
+};
+thread_local ListedThreadExit listedThreadExit;
+} // namespace
+
+void ListThread(ThreadState& thread) noexcept
+{
+    thread.osThreadId = static_cast<int>(gettid());
+    thread.handle = static_cast<unsigned long>(pthread_self());
+    listedThreadExit.thread = &thread;
+    std::lock_guard guard(RegistryLock());
+    thread.prevListed = nullptr;
+    thread.nextListed = threadRegistry;
+    if (threadRegistry)
+        threadRegistry->prevListed = &thread;
+    threadRegistry = &thread;
+    thread.listed = true;
 }
 } // namespace TC::detail

@@ -12,6 +12,7 @@
 namespace TC::detail
 {
 struct Task;
+struct ThreadState;
 struct Worker;
 class SchedulerCore;
 
@@ -54,4 +55,11 @@ void RegisterBlock(CoreRecord& record, void* block) noexcept;
 void UnregisterBlock(CoreRecord& record, void* block) noexcept;
 // The record that trails `block`.
 BlockRecord& RecordOf(void* block) noexcept;
+
+// The threads that have made a converted-thread wait longer than its spin, newest first, under
+// RegistryLock(): each joins at its first and leaves when it exits. A named global, for the
+// debugger.
+extern ThreadState* threadRegistry;
+// Lists the calling thread's state (not yet listed).
+void ListThread(ThreadState& thread) noexcept;
 } // namespace TC::detail

@@ -41,6 +41,15 @@ struct ThreadState : TaskIdentity
     // Numbers the threads that pumped a host worker (0: not yet), for Worker::contextThread: an
     // address could be a dead thread's reused.
     std::uint64_t pumpSerial = 0;
+    // The entry of this thread's converted-thread wait in progress once it outlasted its spin
+    // (nullptr: none), and its place in the list DumpTasks reads (TaskRegistry.h), which it joins
+    // at its first such wait.
+    SuspendedTaskEntry* waiting = nullptr;
+    ThreadState* prevListed = nullptr;
+    ThreadState* nextListed = nullptr;
+    bool listed = false;
+    int osThreadId = 0;       // gettid(), for the dump
+    unsigned long handle = 0; // pthread_self(), for its name
 };
 
 // The calling thread's state. Never inlined: a task may continue on another thread after any

@@ -10,6 +10,7 @@
 #include "Resume.h"
 #include "SchedulerCore.h"
 #include "ThreadState.h"
+#include "TaskRegistry.h"
 #include "Timers.h"
 
 #include <TC/Checked.h>
@@ -18,6 +19,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 
 namespace TC::detail
 {
@@ -37,6 +39,18 @@ constexpr unsigned kThreadSpinIterations = 200;
     detail += "; a converted-thread wait cannot end by an exception once its handle is published, "
               "so work a host runs must not throw out of its resume (catch it in the coroutine)";
     ReportRuleViolation("work threw inside a wait", detail.c_str());
+}
+// A wait that outlasted its spin shows in DumpTasks: its thread is listed (at its first such
+// wait), and the wait is timed from now (checked builds timed it from its start). Off the fast
+// path, where a wait resumed within its spin costs nothing for it. Returns the wait it is nested
+// in (a wait inside work the thread pumps for its host), to be shown again once it ends.
+[[gnu::noinline]] SuspendedTaskEntry* ShowWait(ThreadState& thread, SuspendedTaskEntry& entry) noexcept
+{
+    if (!thread.listed)
+        ListThread(thread);
+    if (entry.suspendedAt_ == 0)
+        entry.suspendedAt_ = SteadyNowNanoseconds();
+    return std::exchange(thread.waiting, &entry);
 }
 } // namespace
 
@@ -130,6 +144,8 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     // destruction does not see it.
     HostedSchedulers hosts(thread, nullptr);
     unsigned spins = 0;
+    bool shown = false;                  // to DumpTasks, once it stopped spinning (ShowWait)
+    SuspendedTaskEntry* outer = nullptr; // the wait this one is nested in, shown meanwhile
     while ((word.load(std::memory_order_acquire) & kWordResumed) == 0)
     {
         // Nested wait: run the hosted schedulers' work while waiting.
@@ -140,6 +156,11 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             CpuRelax();
             continue;
         }
+        if (!shown) [[unlikely]]
+        {
+            shown = true;
+            outer = ShowWait(thread, entry);
+        }
         if (hosts.Count() == 0)
         {
             SleepOnWord(word, kWordResumed);
@@ -149,6 +170,8 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
             SleepOnWord(word, kWordResumed | kWordWork);
         hosts.Unregister();
     }
+    if (shown)
+        thread.waiting = outer;
     return timed ? SettleTimer(entry, node) : true;
 }
 } // namespace TC::detail

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <poll.h>
+#include <pthread.h>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -133,6 +134,141 @@ TEST_CASE("DumpTasks shows each task's name and state: running, ready, suspended
     INFO(dump);
     CHECK(LineOf(dump, "waiting").empty()); // joined tasks are gone
     CHECK(Contains(dump, "scheduler 'dumped' (1 worker(s)):\n  no live task"));
+}
+
+namespace
+{
+// The seconds of "suspended for N s" in `line`, or -1 when it says none.
+double SuspendedSeconds(const std::string& line)
+{
+    const std::size_t at = line.find("suspended for ");
+    return at == std::string::npos ? -1.0 : std::stod(line.substr(at + 14));
+}
+} // namespace
+
+TEST_CASE("DumpTasks says how long each suspended task has waited, timed or not, in every build")
+{
+    EnableTimers();
+    Mailbox never, timed;
+    SchedulerOptions options;
+    options.workerCount = 1;
+    options.name = "waits";
+    Scheduler scheduler(options);
+    auto waiting = scheduler.Start([&] { (void)never.Take(); }, {.name = "waiting"});
+    auto sleeper = scheduler.Start(
+        [&] {
+            int value = 0;
+            (void)timed.Take(value, Duration(30s));
+        },
+        {.name = "sleeper"});
+    (void)DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "waiting"), "suspended") && Contains(LineOf(text, "sleeper"), "deadline");
+    });
+    const auto suspended = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(300ms);
+    const std::string dump = Dump();
+    const double most = std::chrono::duration<double>(std::chrono::steady_clock::now() - suspended).count();
+    INFO(dump);
+    for (const char* name : {"waiting", "sleeper"})
+    {
+        const double seconds = SuspendedSeconds(LineOf(dump, name));
+        CHECK(seconds >= 0.29);
+        CHECK(seconds <= most + 1.0); // stamped with the worker's clock of when it suspended
+    }
+    CHECK(Contains(LineOf(dump, "sleeper"), " s until a deadline in "));
+    never.Put(1);
+    timed.Put(1);
+    waiting.Join();
+    sleeper.Join();
+}
+
+TEST_CASE("A task's wait is timed from when it suspended, after its worker slept, yielded or paused")
+{
+    // The stamp is the worker's coarse clock: it must be fresh after a worker slept idle, while
+    // its other tasks keep yielding, and after a host paused between pumps.
+    Mailbox afterSleep, afterYields, afterPause;
+    SchedulerOptions options;
+    options.workerCount = 1;
+    options.name = "fresh";
+    Scheduler scheduler(options);
+    SchedulerOptions hostOptions;
+    hostOptions.name = "paused host";
+    Scheduler host(hostOptions);
+    host.Start([] {}).Join(); // the host has pumped once, then pauses
+    std::this_thread::sleep_for(500ms); // the worker sleeps idle meanwhile
+    auto slept = scheduler.Start([&] { (void)afterSleep.Take(); }, {.name = "after-sleep"});
+    auto hosted = host.Start([&] { (void)afterPause.Take(); }, {.name = "after-pause"});
+    host.RunUntilIdle();
+    std::atomic<bool> stop{false};
+    auto yielder = scheduler.Start([&] { while (!stop) YieldTask(); }, {.name = "yielder"});
+    std::this_thread::sleep_for(500ms); // the worker only yields meanwhile
+    auto yielded = scheduler.Start([&] { (void)afterYields.Take(); }, {.name = "after-yields"});
+    const std::string dump = DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "after-sleep"), "suspended") &&
+               Contains(LineOf(text, "after-yields"), "suspended");
+    });
+    INFO(dump);
+    // Two waited about 0.5 s, one about none (plus the dump's own polling); a clock read before
+    // the sleep, the yields or the pause would add 0.5 s.
+    CHECK(SuspendedSeconds(LineOf(dump, "after-pause")) >= 0.45);
+    CHECK(SuspendedSeconds(LineOf(dump, "after-pause")) < 0.95);
+    CHECK(SuspendedSeconds(LineOf(dump, "after-yields")) >= 0.0);
+    CHECK(SuspendedSeconds(LineOf(dump, "after-yields")) < 0.45);
+    CHECK(SuspendedSeconds(LineOf(dump, "after-sleep")) >= 0.45);
+    CHECK(SuspendedSeconds(LineOf(dump, "after-sleep")) < 0.95);
+    stop = true;
+    afterSleep.Put(1);
+    afterYields.Put(1);
+    afterPause.Put(1);
+    for (JoinHandle* handle : {&slept, &yielder, &yielded})
+        handle->Join();
+    host.RunUntilIdle();
+    hosted.Join();
+}
+
+TEST_CASE("DumpTasks lists each converted thread that waits, with its id, name and wait, in every build")
+{
+    Mailbox box;
+    std::atomic<int> threadId{0};
+    std::thread waiter([&] {
+        pthread_setname_np(pthread_self(), "dump-waiter");
+        threadId = static_cast<int>(gettid());
+        (void)box.Take();
+    });
+    while (threadId == 0)
+        std::this_thread::sleep_for(1ms);
+    const std::string prefix = "  thread " + std::to_string(threadId.load()) + " 'dump-waiter' ";
+    std::string dump = DumpWhen([&](const std::string& text) { return Contains(text, prefix + "suspended for"); });
+    std::this_thread::sleep_for(300ms);
+    dump = Dump();
+    INFO(dump);
+    CHECK(Contains(dump, "converted threads waiting:\n"));
+    const std::size_t at = dump.find(prefix);
+    REQUIRE(at != std::string::npos);
+    const std::string line = dump.substr(at, dump.find('\n', at) - at);
+    CHECK(SuspendedSeconds(line) >= 0.29);
+    CHECK(Contains(line, ", waits on TestSupport::Mailbox at 0x"));
+    box.Put(1);
+    waiter.join();
+    dump = Dump();
+    CHECK(!Contains(dump, "'dump-waiter'")); // its wait ended; and the thread is gone
+}
+
+TEST_CASE("DumpTasks shows a task in JoinHandle::Join as waiting on the Join, not its callback")
+{
+    Mailbox box;
+    SchedulerOptions options;
+    options.workerCount = 1;
+    Scheduler scheduler(options);
+    auto joined = scheduler.Start([&] { (void)box.Take(); }, {.name = "joined"});
+    auto joiner = scheduler.Start([&] { joined.Join(); }, {.name = "joiner"});
+    const std::string dump = DumpWhen([](const std::string& text) {
+        return Contains(LineOf(text, "joiner"), "suspended");
+    });
+    INFO(dump);
+    CHECK(Contains(LineOf(dump, "joiner"), "waits on TC::JoinHandle::Join at 0x"));
+    box.Put(1);
+    joiner.Join();
 }
 
 TEST_CASE("DumpTasks lists a host scheduler's tasks, and tasks of every scheduler")

@@ -1,6 +1,7 @@
 # gdb extension for ConcurrentTasks: lists a program's tasks and shows a suspended task's stack.
 #
 #   tc tasks              every live task of every scheduler: id, name, state, what it waits on
+#                         and for how long; then the converted threads that wait
 #   tc bt [ID|NAME]       a suspended task's backtrace (no argument: every suspended task's)
 #   tc task [ID|NAME]     makes the task's frames gdb's current view; no argument goes back
 #
@@ -87,31 +88,7 @@ class _Task(object):
             self.saved_sp() != 0
 
     def waits_on(self):
-        entry = self.value["entry"]
-        name, address = None, 0
-        fields = [f.name for f in entry.type.fields()]
-        if "waitedOnName_" in fields and int(entry["waitedOnName_"]):
-            name = _string(entry["waitedOnName_"])
-        # Checked builds record what ISuspendCallback::WaitedOn said at suspension.
-        if "waitedOn_" in fields and int(entry["waitedOn_"]):
-            address = int(entry["waitedOn_"])
-            if not name and int(entry["callbackType_"]):
-                name = _symbol_of(int(entry["callbackType_"]), "typeinfo for ")
-            name = name or _vtable_type(address)
-        if not address:
-            # Other builds: the callback's dynamic type; a callback that stands for its
-            # primitive (a per-wait node, the creator's slot) keeps it in `owner_`.
-            callback = int(entry["callback_"])
-            address, name = callback, _vtable_type(callback)
-            try:
-                typed = entry["callback_"].cast(gdb.lookup_type(name).pointer()).dereference()
-                if "owner_" in [f.name for f in typed.type.fields()]:
-                    owner = typed["owner_"]
-                    address = int(owner)
-                    name = _vtable_type(address) or str(owner.type.target().unqualified())
-            except (gdb.error, TypeError):
-                pass
-        return "waits on %s at 0x%x" % (name or "?", address)
+        return _waits_on(self.value["entry"])
 
     def describe(self, now):
         line = "task %d '%s' " % (self.id, self.name)
@@ -122,15 +99,53 @@ class _Task(object):
             return line + "ready"
         if self.state == _FINISHED:
             return line + "finished, not joined"
-        line += "suspended"
-        timer = self.value["entry"]["timer_"]
+        entry = self.value["entry"]
+        line += "suspended" + _suspended_for(entry, now)
+        timer = entry["timer_"]
         if self.state == _SUSPENDED_TIMED and int(timer):
             deadline = int(timer.dereference()["deadline"])
-            if now is None:
+            if now is None or not now[1]:
                 line += " until a deadline (steady clock %.3f s)" % (deadline / 1e9)
             else:
-                line += " until a deadline in %d ms" % ((deadline - now) // 1000000)
+                line += " until a deadline in %d ms" % ((deadline - now[0]) // 1000000)
         return line + ", " + self.waits_on()
+
+
+def _suspended_for(entry, now):
+    """" for N s" from the entry's stamp (TC::DumpTasks' form); in a core file, measured to the
+    newest worker clock reading in it: " for at least N s". Empty when the wait has no stamp."""
+    at = int(entry["suspendedAt_"])
+    if not at or not now:
+        return ""
+    seconds = max(now[0] - at, 0) / 1e9
+    return (" for %.3f s" if now[1] else " for at least %.3f s") % seconds
+
+
+def _waits_on(entry):
+    name, address = None, 0
+    fields = [f.name for f in entry.type.fields()]
+    if "waitedOnName_" in fields and int(entry["waitedOnName_"]):
+        name = _string(entry["waitedOnName_"])
+    # Checked builds record what ISuspendCallback::WaitedOn said at suspension.
+    if "waitedOn_" in fields and int(entry["waitedOn_"]):
+        address = int(entry["waitedOn_"])
+        if not name and int(entry["callbackType_"]):
+            name = _symbol_of(int(entry["callbackType_"]), "typeinfo for ")
+        name = name or _vtable_type(address)
+    if not address:
+        # Other builds: the callback's dynamic type; a callback that stands for its
+        # primitive (a per-wait node, the creator's slot) keeps it in `owner_`.
+        callback = int(entry["callback_"])
+        address, name = callback, _vtable_type(callback)
+        try:
+            typed = entry["callback_"].cast(gdb.lookup_type(name).pointer()).dereference()
+            if "owner_" in [f.name for f in typed.type.fields()]:
+                owner = typed["owner_"]
+                address = int(owner)
+                name = _vtable_type(address) or str(owner.type.target().unqualified())
+        except (gdb.error, TypeError):
+            pass
+    return "waits on %s at 0x%x" % (name or "?", address)
 
 
 def _schedulers():
@@ -166,6 +181,38 @@ def _schedulers():
         mine = [task for task in tasks if task.scheduler == address]
         result.append((_string(core["name"]), bool(core["hasWorkerThreads"]),
                        int(core["workerCount"]), address, mine))
+    return result
+
+
+def _newest_tick():
+    """The newest reading of any worker's coarse clock (Worker::tick), or None."""
+    newest = None
+    record = gdb.parse_and_eval("'TC::detail::coreRegistry'")
+    while int(record):
+        core = record.dereference()
+        for i in range(int(core["workerCount"])):
+            tick = int(core["workers"][i].dereference()["tick"])
+            newest = tick if newest is None or tick > newest else newest
+        record = core["next"]
+    return newest
+
+
+def _waiting_threads():
+    """[(OS thread id, name, entry)] of the converted threads whose wait is shown."""
+    try:
+        state = gdb.parse_and_eval("'TC::detail::threadRegistry'")
+    except gdb.error:
+        return []
+    names = {}
+    for thread in gdb.selected_inferior().threads():
+        names[thread.ptid[1]] = thread.name or ""
+    result = []
+    while int(state):
+        thread = state.dereference()
+        if int(thread["waiting"]):
+            tid = int(thread["osThreadId"])
+            result.append((tid, names.get(tid, ""), thread["waiting"].dereference()))
+        state = thread["nextListed"]
     return result
 
 
@@ -259,7 +306,13 @@ class _Tasks(gdb.Command):
         super(_Tasks, self).__init__("tc tasks", gdb.COMMAND_STACK)
 
     def invoke(self, argument, from_tty):
-        now = None if _is_core_file() else time.monotonic_ns()
+        # (steady-clock now, exact): the host's monotonic clock is the program's steady clock; a
+        # core file's best is the newest worker clock reading in it.
+        if _is_core_file():
+            tick = _newest_tick()
+            now = None if tick is None else (tick, False)
+        else:
+            now = (time.monotonic_ns(), True)
         for name, threads, count, address, tasks in _schedulers():
             kind = "%d worker(s)" % count if threads else "host-pumped"
             gdb.write("scheduler '%s' (%s) at 0x%x:\n" % (name, kind, address))
@@ -267,6 +320,12 @@ class _Tasks(gdb.Command):
                 gdb.write("  no live task\n")
             for task in tasks:
                 gdb.write("  " + task.describe(now) + "\n")
+        waiting = _waiting_threads()
+        if waiting:
+            gdb.write("converted threads waiting:\n")
+        for tid, name, entry in waiting:
+            gdb.write("  thread %d '%s' suspended%s, %s\n" % (tid, name, _suspended_for(entry, now),
+                                                            _waits_on(entry)))
 
 
 class _Backtrace(gdb.Command):

@@ -52,10 +52,15 @@ TC_API bool EnableHangReports(Duration threshold);
 /// Writes every live task of every scheduler to `out`, in every build (Release included): per
 /// scheduler a header line, then one line per task with its id, name and state -- running on
 /// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
-/// finished but not joined -- and for a suspended task what it waits on (the primitive's name
-/// and address). Checked builds add how long each has been suspended, and the converted threads
-/// and coroutines suspended through the suspend protocol.
-/// - Costs nothing while not called: it reads the task blocks each scheduler keeps anyway.
+/// finished but not joined -- and for a suspended task how long it has waited and what it waits
+/// on (the primitive's name and address); then each converted thread that waits, with its OS
+/// thread id and name. Checked builds add the coroutines suspended through the suspend protocol.
+/// - A converted thread's wait is listed, and timed, once it outlasts its spin (a few
+///   microseconds).
+/// - The wait is timed from its worker's coarse clock, read every few dozen picks, when the
+///   worker wakes and when a host's pump turn begins: it may count the run of the tasks picked
+///   just before the wait began, and reads 0 s for a wait that began this instant.
+/// - Costs nothing else while not called: it reads the task blocks each scheduler keeps anyway.
 /// - A task is listed under the scheduler whose task block it runs in: the one the starting
 ///   thread works for, else the one it was started on; MoveCurrentTaskTo does not change it.
 /// - Exact for tasks that do not change state while it reads (a hang, a program stopped in a

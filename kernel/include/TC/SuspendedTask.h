@@ -57,6 +57,9 @@ struct SuspendedTaskEntry
     // Checked builds: the registry behind hang reports.
     SuspendedTaskEntry* hangPrev_ = nullptr;
     SuspendedTaskEntry* hangNext_ = nullptr;
+    // When the current suspension began (steady-clock nanoseconds; 0: not known): a task's from
+    // its worker's coarse clock and a converted thread's once it stops spinning, in every build;
+    // exact in checked builds.
     std::int64_t suspendedAt_ = 0;
     // What it waits on (ISuspendCallback::WaitedOn), taken at suspension: the std::type_info,
     // the object and the name the primitive gives (or nullptr).

@@ -363,7 +363,7 @@ private:
     std::size_t made_ = 0;
     bool sealed_ = false;
     bool closed_ = false;
-    WaitList waiters_; // WaitIdle
+    WaitList waiters_{"TC::KeyedStrands"}; // WaitIdle
 };
 } // namespace detail
 } // namespace TC

@@ -188,7 +188,7 @@ private:
     bool closed_ = false;
     // closed_, readable without the lock: the pump checks it between the tasks of a chunk.
     std::atomic<bool> closedHint_{false};
-    mutable WaitList waiters_; // Close and WaitIdle
+    mutable WaitList waiters_{"TC::Strand"}; // Close and WaitIdle
 };
 
 // The address of a post's callable for the entry constructors; one place casts away the const.

@@ -9,12 +9,16 @@
 
 #include <mutex>
 #include <thread>
+#include <typeinfo>
 
 namespace TC::detail
 {
 class WaitList
 {
 public:
+    // `owner` names what the waiters wait for in diagnostics ("TC::Strand", ...).
+    explicit WaitList(const char* owner) noexcept : owner_(owner) {}
+
     // Returns once pred() holds, re-checked under `lock` (held on entry and on return). A
     // stackful task or a converted thread waits through SuspendTask (a host thread keeps
     // pumping its scheduler meanwhile); a scheduler thread outside any task cannot, so it
@@ -75,6 +79,7 @@ private:
             task.Entry()->next = list_.top_;
             list_.top_ = task.Entry();
         }
+        WaitTarget WaitedOn() const noexcept override { return {&list_, &typeid(WaitList), list_.owner_}; }
 
     private:
         WaitList& list_;
@@ -83,5 +88,6 @@ private:
     };
 
     SuspendedTaskEntry* top_ = nullptr;
+    const char* owner_;
 };
 } // namespace TC::detail

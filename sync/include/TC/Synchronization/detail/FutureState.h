@@ -163,6 +163,11 @@ public:
                 expected, kFutureEmpty, std::memory_order_acq_rel, std::memory_order_relaxed);
         }
 
+        WaitTarget WaitedOn() const noexcept override
+        {
+            return {&state_, &typeid(FutureStateBase), "TC::Synchronization::Future"};
+        }
+
     private:
         FutureStateBase& state_;
     };
