@@ -28,7 +28,7 @@ public:
         void* storage;
     };
 
-    // `destroyValue`: for values left at destruction (nullptr: trivial). bad_alloc: no 1st block.
+    // `destroyValue` destroys values left over (nullptr: trivial). bad_alloc if no first block.
     ChannelCore(std::size_t valueSize, std::size_t valueAlign, std::size_t capacity,
                 void (*destroyValue)(void*) noexcept);
     ~ChannelCore();
