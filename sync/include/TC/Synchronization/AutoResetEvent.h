@@ -12,22 +12,20 @@ namespace TC::Synchronization
 /// AutoResetEvent ready;
 /// producer: Publish(item); ready.Set();   consumer: ready.Wait(); Take();
 /// ```
-/// - Set resumes one suspended waiter (the newest; the creator only when nobody else waits),
-///   or leaves the event signaled for the next Wait, which passes and clears it.
-/// - Two Sets with nobody waiting let one waiter pass.
-/// - Wait(timeout): true with the signal taken, false on timeout (no limit without
-///   EnableTimers). A timeout never loses a signal: it goes to the timed waiter, another waiter
-///   or stays pending. A timed waiter counts as waiting until its Wait returned.
-/// - Destruction: once no waiter is suspended and no Set runs; or by the creator (the task or
-///   converted thread that constructed it) once its Wait returned, if every other waiter had
-///   suspended or returned before the Set that let it pass and no other Set can still run.
+/// - Set resumes one waiter (the newest; the creator only when alone), or leaves the signal for
+///   the next Wait, which takes it. Two Sets with nobody waiting let one waiter pass.
+/// - Wait(timeout): true with the signal, false on timeout (no limit without EnableTimers); a
+///   signal is never lost to a timeout. A timed waiter counts as waiting until it returned.
+/// - Destruction: once no waiter is suspended and no Set runs; or by the creator (constructing
+///   task or thread) once its Wait returned, if every other waiter had suspended or returned
+///   before the Set that let it pass and no other Set can still run.
 /// - Wait(), Wait(timeout), co_await ev, co_await ev.WaitAsync(timeout): from Waitable.
 class AutoResetEvent : public Waitable<SuspensionKind::Multiple, AutoResetEvent>
 {
 public:
     explicit AutoResetEvent(bool initiallySet = false) noexcept : signaled_(initiallySet) {}
 
-    // Resumes one waiter or leaves the signal; any thread or callback; no access after ResumeTask.
+    // Any thread or callback; no access after ResumeTask.
     void Set() noexcept
     {
         // A suspended waiter takes the signal directly (see design notes).

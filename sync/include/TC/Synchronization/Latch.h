@@ -14,9 +14,7 @@ namespace TC::Synchronization
 /// ```cpp
 /// Latch loaded(3);  // three loaders each call loaded.CountDown(); the renderer: loaded.Wait();
 /// ```
-/// - Single use. CountDown from any thread; Wait suspends (task or converted thread; coroutines
-///   co_await) until the count reaches zero, then returns at once. The zeroing CountDown resumes
-///   every waiter, newest first.
+/// - Single use. CountDown from any thread; the zeroing one resumes every waiter, newest first.
 /// - Destruction: by any waiter once its Wait returned, if nobody counts down or starts a wait
 ///   any more; also by a coroutine with no executor resumed inside the opening CountDown.
 /// - A timed waiter counts as waiting until its Wait returned: destroy the latch only once every

@@ -11,12 +11,10 @@ namespace TC::Synchronization
 /// ManualResetEvent loaded;
 /// loader: Load(); loaded.Set();   any reader: loaded.Wait(); Use();
 /// ```
-/// - Set resumes every waiter suspended at that moment, newest first; later waiters pass at
-///   once until Reset. A waiter resumed by a Set returns even if a Reset followed.
-/// - A Set resumes only waiters that suspended before it opened the event: one that suspends
-///   after a later Reset waits for the next Set.
-/// - Wait(timeout): true if a Set let it pass, false on timeout; a Set that claimed the waiter
-///   first wins (true). A timeout unlinks the waiter (Set and new waiters spin meanwhile).
+/// - Set resumes exactly the waiters suspended when it opened the event, newest first (they
+///   return even if a Reset followed); later waiters pass until Reset.
+/// - Wait(timeout): false on timeout, true if a Set claimed the waiter first. A timeout unlinks
+///   the waiter (Set and new waiters spin meanwhile).
 /// - Destruction: by any waiter once its Wait returned, if no other Set runs and nobody else is
 ///   about to wait; by anyone once no waiter is suspended and no Set runs. A timed waiter counts
 ///   as waiting until its Wait returned.

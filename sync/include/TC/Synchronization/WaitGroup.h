@@ -13,10 +13,9 @@ namespace TC::Synchronization
 /// WaitGroup wg;
 /// wg.Add(2); Start([&] { A(); wg.Done(); }); Start([&] { B(); wg.Done(); }); wg.Wait();
 /// ```
-/// - When the count reaches zero every waiter suspended then is resumed; Add may follow.
-/// - Reuse: an Add that starts a new round must come after every Wait of the round before has
-///   returned (the zeroing Done resumes waiters after its decrement, not with it). Checked mode
-///   fails an Add that lifts the count from zero while a waiter is still suspended.
+/// - Reaching zero resumes every waiter suspended then. Reuse: a new round's first Add comes
+///   after every Wait of the last round returned (checked mode fails an Add from zero while a
+///   waiter is still suspended).
 /// - Wait(timeout): true once the count was zero, false on timeout (no limit without
 ///   EnableTimers); the count is untouched. A timed waiter counts as waiting until it returned.
 /// - Destruction: by its creator (task or converted thread that constructed it) once its Wait
