@@ -25,7 +25,7 @@ namespace TC::Synchronization
 {
 // Put from any thread, any number of times (replacing an untaken value); Take suspends until
 // a value is there. One taker at a time (TryTake counts; checked mode fails a second).
-/// - A late Put never resumes the taker's next wait (design notes).
+/// - A late Put never resumes the taker's next wait.
 /// - T's move constructor must not throw (hold such T in std::unique_ptr); a throwing copy into
 ///   Put's parameter happens before the mailbox is touched.
 /// - Destruction: with no taker suspended and no Put running, or by the taker once Take returned.

@@ -5,8 +5,8 @@
 
 namespace TC::Synchronization
 {
-// Set opens it and resumes a suspended waiter; while set Wait passes; Reset closes it.
-//   TC::Synchronization::ManualResetEvent_s done;  done.Set();  /* waiter: */ done.Wait();
+// Set opens it and resumes the waiter; while set Wait passes; Reset closes it.
+//   ManualResetEvent_s done;  done.Set();  /* waiter: */ done.Wait();
 /// - One waiter at a time (checked mode fails a second); Set: any thread, any number of times.
 /// - Destruction: by the waiter once its Wait returned; by anyone once no waiter is suspended
 ///   and no Set runs. A passing Set+Wait is one RMW.

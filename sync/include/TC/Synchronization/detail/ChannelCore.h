@@ -1,6 +1,6 @@
 #pragma once
 // ChannelCore: the type-erased part of Channel<T>: a lock-free FIFO of slots in linked blocks,
-// a pool of spare blocks, and the two counting gates (design notes).
+// a pool of spare blocks, and the two counting gates.
 
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/SplitGate.h>
