@@ -13,17 +13,11 @@
 
 namespace TC::Synchronization
 {
-// Each of `participants` callers arrives with ArriveAndWait; the last arrival of a phase
-// completes it, resumes everyone waiting in it and starts the next phase. Waiters are tasks,
-// converted threads or coroutines (co_await b.ArriveAndWaitAsync()), in any mix.
-//
-// Destruction: once every participant of the last phase has returned from its ArriveAndWait;
-// the completing arrival does not touch the barrier after it resumed the others.
-//
-// No timed ArriveAndWait, as std::barrier has none: an arrival counts toward its phase, so a
-// participant that left on timeout either stays counted (the phase completes without it, and
-// its next arrival lands in the wrong phase) or is withdrawn (the others wait for an arrival
-// that is not coming). A participant that needs a deadline waits on a Latch per phase.
+// `participants` callers each ArriveAndWait; the last arrival of a phase completes it, resumes
+// the phase's waiters and starts the next. Tasks, converted threads, coroutines, in any mix.
+/// - Destruction: once every participant of the last phase returned from ArriveAndWait; the
+///   completing arrival does not touch the barrier after resuming the others.
+/// - No timed ArriveAndWait (as std::barrier): with a deadline, wait on a Latch per phase.
 class TC_API Barrier
 {
 public:

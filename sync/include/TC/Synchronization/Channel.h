@@ -36,7 +36,7 @@ enum class ChannelStatus : std::uint8_t
 /// - One FIFO: each sender's values arrive in order (also across workers); waiters resume in
 ///   arrival order, but a caller finding a value or room ready may pass them.
 /// - Lock-free fast path; threads (and tasks with nothing else queued) spin ~2.5 us before
-///   suspending. A steady flow allocates nothing (design: guides/design-notes.md).
+///   suspending. A steady flow allocates nothing.
 /// - A Send whose move or copy throws sends nothing; a receive whose move out throws loses that
 ///   value. Both propagate the exception.
 /// - Destroy it when nobody waits and no call runs; remaining values are destroyed.
@@ -127,7 +127,7 @@ public:
     void Close() noexcept { core_.Close(); }
     bool IsClosed() const noexcept { return core_.IsClosed(); }
 
-    // A snapshot of the values held (sends and receives in progress ignored).
+    // Snapshot of the values held (calls in progress ignored).
     std::size_t SizeApprox() const noexcept
     {
         const auto n = core_.items.Available();

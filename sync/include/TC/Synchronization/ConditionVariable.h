@@ -29,7 +29,7 @@ enum class CvStatus : std::uint8_t
 // Mutex's condition variable: Wait(lock) queues the waiter, then releases the mutex (a Notify
 // under the mutex cannot be missed) and returns owning it again.
 /// - No spurious wake-ups: Wait returns only when a Notify chose it (WaitFor also on timeout).
-/// - A returned Wait does not mean the condition holds (a stolen wake-up): re-check, or use the
+/// - A returned Wait does not mean the condition holds (stolen wake-up): re-check, or use the
 ///   predicate forms.
 /// - NotifyOne: the oldest waiter; NotifyAll: those queued then. With or without the mutex.
 /// - A notified waiter moves straight into the mutex's FIFO (wait morphing).
@@ -84,8 +84,8 @@ public:
     // Resumes every waiter queued now. Any thread.
     void NotifyAll() noexcept;
 
-    // co_await cv.WaitAsync(mutex): released while waiting, owned again when the coroutine
-    // continues (on the executor current at suspension).
+    // co_await cv.WaitAsync(mutex): released while waiting, owned again on resuming (on the
+    // executor current at suspension).
     class [[nodiscard("co_await it")]] WaitAwaiter;
     WaitAwaiter WaitAsync(Mutex& mutex) noexcept;
 

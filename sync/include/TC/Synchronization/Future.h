@@ -18,15 +18,14 @@
 
 namespace TC::Synchronization
 {
-// The consumer end: a value of type T (or void) that a Promise supplies once.
-//
-// A Future is move-only and has one consumer: one wait at a time, then Wait(), co_await or Then
-// consumes it and leaves it empty (Valid() false). It may be destroyed at any time -- before the
-// value arrives (the value is then dropped when the producer supplies it) or after.
-//
-// Cost: the state is one heap block shared with the Promise, freed by whichever side leaves
-// last. A resolve followed by a wait that finds the value is one RMW in all; a wait that must
-// suspend adds one (the compare-exchange that publishes the waiter).
+/// ```cpp
+/// auto [future, promise] = MakeFuture<int>();
+/// Start([p = std::move(promise)]() mutable { p.SetValue(42); });  int v = future.Wait();
+/// ```
+/// - The consumer end: move-only, one consumer, one wait at a time; Wait(), co_await or Then
+///   consumes it (Valid() false after).
+/// - May be destroyed any time; a value supplied after that is dropped.
+/// - One heap block shared with the Promise; resolve plus a passing wait is one RMW.
 template <class T>
 class [[nodiscard("a Future carries a result or an exception; wait on it or Then it")]] Future
 {
@@ -58,20 +57,17 @@ public:
         return state_ != nullptr;
     }
 
-    // True once the value or exception is there; Wait will not suspend. Never blocks.
-    // Precondition: Valid().
+    // True once the value or exception is there. Never blocks. Precondition: Valid().
     bool IsReady() const noexcept
     {
         return state_->IsResolved();
     }
 
-    // Waits until the Promise supplies a value or an exception (or is destroyed unresolved),
-    // then returns the value or rethrows the exception -- std::future_error with
-    // std::future_errc::broken_promise for a Promise destroyed unresolved. Consumes the Future.
-    // From a task it suspends the task; from a converted thread (any thread that is not a
-    // scheduler worker running a coroutine) it blocks the thread, and a thread that hosts a
-    // scheduler keeps running that scheduler's work meanwhile. Coroutines co_await instead.
-    // Throws std::future_error(no_state) if !Valid().
+    /// Returns the value or rethrows the exception; consumes the Future.
+    /// - A Promise destroyed unresolved: std::future_error(broken_promise).
+    /// - Suspends a task; blocks a converted thread (a host thread keeps running its
+    ///   scheduler's work). Coroutines co_await instead.
+    /// - std::future_error(no_state) if !Valid().
     T Wait()
     {
         CheckValid();
@@ -79,8 +75,8 @@ public:
         return Take();
     }
 
-    // Waits like Wait but without consuming, for at most `timeout` (no limit without
-    // EnableTimers). True if the value or exception is there; false on timeout. Same callers.
+    // As Wait without consuming, for at most `timeout` (no limit without EnableTimers): true if
+    // the value or exception is there, false on timeout.
     bool WaitFor(Duration timeout)
     {
         CheckValid();
@@ -88,32 +84,28 @@ public:
             return true;
         typename State::Waiter waiter(*state_);
         SuspendTaskFor(&waiter, timeout);
-        // Decided by the word, not the return value: a timeout that lost the race to the
-        // producer still finds the value.
+        // The word decides: a timeout that lost to the producer still finds the value.
         return state_->IsResolved();
     }
 
-    // The same as WaitFor, spelled like the other primitives' timed waits: true if the value or
-    // exception is there (still to be taken with Wait or co_await), false on timeout.
+    // WaitFor, named like the other primitives' timed waits.
     bool Wait(Duration timeout)
     {
         return WaitFor(timeout);
     }
 
     class WaitForAwaiter;
-    // co_await future.WaitAsync(timeout): the coroutine form of Wait(timeout); consumes nothing.
-    // The Future must outlive the co_await expression. Throws std::future_error(no_state) if
-    // !Valid().
+    // co_await future.WaitAsync(timeout): Wait(timeout) for coroutines; consumes nothing.
     WaitForAwaiter WaitAsync(Duration timeout)
     {
         CheckValid();
         return WaitForAwaiter(*this, timeout);
     }
 
-    // co_await future: yields the value (or rethrows), consuming the Future. The coroutine
-    // continues on the executor that was current when it suspended, or inline on the resolving
-    // thread when there was none. The Future must outlive the co_await expression.
-    // Throws std::future_error(no_state) if !Valid().
+    /// co_await future: yields the value (or rethrows), consuming the Future.
+    /// - Resumes on the executor current when it suspended, else inline on the resolving thread.
+    /// - For both co_await forms: the Future must outlive the co_await expression;
+    ///   std::future_error(no_state) if !Valid().
     auto operator co_await()&
     {
         CheckValid();
@@ -125,14 +117,12 @@ public:
         return Awaiter(*this);
     }
 
-    // Attaches f to run once the value is there and returns a Future of f's result: T -> U,
-    // void -> U, T -> void and void -> void; when f returns a Future<V>, the result is a
-    // Future<V> that resolves with that inner future (flattened). f runs on the thread that
-    // supplies the value (inline, inside SetValue), or at once on the calling thread when the
-    // value is already there; it must not wait. An exception stored in this Future skips f and
-    // passes on; an exception thrown by f is stored in the returned Future. Consumes this Future.
-    // Throws std::future_error(no_state) if !Valid(), or what allocating the continuation throws
-    // (this Future is then unchanged).
+    /// Runs f on the value and returns a Future of its result; consumes this Future.
+    /// - T or void -> U or void; f returning Future<V> gives Future<V> (flattened).
+    /// - f runs inline inside SetValue on the resolving thread, or at once here if ready; it
+    ///   must not wait.
+    /// - A stored exception skips f and passes on; f's exception goes to the returned Future.
+    /// - std::future_error(no_state) if !Valid(); an allocation failure leaves this unchanged.
     template <class F>
     auto Then(F && fn)
     {
@@ -166,7 +156,7 @@ public:
         return Future(state);
     }
 
-    // A Future that is ready at once with an exception; std::invalid_argument if `error` is null.
+    // Ready at once with an exception; std::invalid_argument if `error` is null.
     static Future FromException(std::exception_ptr error)
     {
         if (!error)
@@ -238,7 +228,7 @@ private:
         {
             return future_.IsReady();
         }
-        // Templated so the kernel sees the promise type (an unowned chain's root, if it names one).
+        // Templated: the kernel sees the promise type.
         template <class CoroutinePromise>
         bool await_suspend(std::coroutine_handle<CoroutinePromise> handle) noexcept
         {
@@ -290,15 +280,11 @@ private:
 };
 
 // The producer end: supplies the value or exception of its Future, once.
-//
-// Move-only; one object is used by one thread at a time, but it may be moved to and resolved
-// from any thread, concurrently with the consumer waiting, attaching Then or destroying the
-// Future. Resolving never blocks: it stores the value, then one exchange hands it to the waiter,
-// which it resumes (a task queued on its scheduler -- a worker's own queue when the worker
-// resolves, no cross-thread queue -- a thread woken, a coroutine submitted to its executor), or
-// runs the attached Then continuation inline. If the Future is already gone the value is
-// dropped. Destroying an unresolved Promise whose Future was retrieved resolves it with
-// std::future_error(std::future_errc::broken_promise).
+/// - Move-only; used by one thread at a time, resolvable from any thread concurrently with the
+///   consumer waiting, attaching Then or destroying the Future.
+/// - Resolving never blocks: it resumes the waiter (task, thread or coroutine on its executor)
+///   or runs the Then continuation inline; if the Future is gone the value is dropped.
+/// - Destroyed unresolved after GetFuture: resolves with std::future_error(broken_promise).
 template <class T>
 class Promise
 {
@@ -326,8 +312,7 @@ public:
     }
     ~Promise() { Abandon(); }
 
-    // The Future of this Promise; once. Throws std::future_error: future_already_retrieved on a
-    // second call, no_state on a moved-from Promise.
+    // Its Future, once. std::future_error: future_already_retrieved again, no_state moved-from.
     Future<T> GetFuture()
     {
         if (retrieved_)
@@ -341,9 +326,8 @@ public:
         return Future<T>(state);
     }
 
-    // Supplies the value (constructed from args; no args for Promise<void>). Any thread; never
-    // blocks. Throws std::future_error(promise_already_satisfied) if already resolved, or what
-    // constructing the value throws (the Promise then stays unresolved).
+    // Supplies the value (from args; none for void). Any thread; never blocks. Throws
+    // future_error(promise_already_satisfied), or what construction throws (stays unresolved).
     template <class... Args>
     void SetValue(Args&&... args)
     {
@@ -358,9 +342,7 @@ public:
         Resolve(state);
     }
 
-    // Supplies an exception instead of a value. As SetValue; a null `error` throws
-    // std::invalid_argument and leaves the Promise unresolved (the Future would carry neither a
-    // value nor an exception).
+    // As SetValue with an exception; null `error`: std::invalid_argument, stays unresolved.
     void SetException(std::exception_ptr error)
     {
         State* state = Claim();

@@ -23,15 +23,12 @@
 
 namespace TC::Synchronization
 {
-// Put from any thread, any number of times (a value not yet taken is replaced, and Put says so);
-// Take suspends until a value is there; timed takes work.
-/// - One taker at a time (TryTake counts; checked mode fails a second).
-/// - State and the suspended taker in one word; a late Put never resumes the taker's next wait
-///   (design: guides/design-notes.md).
+// Put from any thread, any number of times (replacing an untaken value); Take suspends until
+// a value is there. One taker at a time (TryTake counts; checked mode fails a second).
+/// - A late Put never resumes the taker's next wait.
 /// - T's move constructor must not throw (hold such T in std::unique_ptr); a throwing copy into
 ///   Put's parameter happens before the mailbox is touched.
-/// - Destroy it with no taker suspended and no Put running; the taker may destroy it as soon as
-///   its Take returned.
+/// - Destruction: with no taker suspended and no Put running, or by the taker once Take returned.
 template <class T>
 class Mailbox : private ISuspendCallback
 {
@@ -45,27 +42,25 @@ public:
     Mailbox(const Mailbox&) = delete;
     Mailbox& operator=(const Mailbox&) = delete;
 
-    // Virtual only because of virtual members (-Wnon-virtual-dtor); never deleted through a base.
+    // Virtual for -Wnon-virtual-dtor only.
     virtual ~Mailbox()
     {
 #if TC_CHECKED
-        // acquire, as IsSuspended: the destroying thread synchronizes with the last Put.
+        // acquire: synchronizes with the last Put.
         const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (IsWaiter(word)) [[unlikely]]
             detail::ReportDestroyedWithWaiter(detail::WaiterOf(word));
 #endif
     }
 
-    // Stores the value (true if it replaced one) and resumes the taker. Any thread, also a
-    // callback; waits at most for another move of a T.
+    // Stores the value (true if it replaced one), resumes the taker. Any thread or callback.
     bool Put(T value) noexcept
     {
         std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
         for (unsigned spins = 0;;)
         {
             word = WaitOutLock(word, spins);
-            // A suspended taker is claimed (word back to empty), else the slot locked. acquire:
-            // the taker's publication or the last holder's slot writes.
+            // Claim a suspended taker, else lock the slot. acquire: publication or slot writes.
             if (!word_.compare_exchange_weak(word, IsWaiter(word) ? kEmpty : kLocked,
                                              std::memory_order_acquire, std::memory_order_relaxed))
                 continue;
@@ -77,21 +72,21 @@ public:
                 return false;
             }
             const bool replaced = word == kFull;
-            // The old value leaves now; its destructor (which might Put) runs after the unlock.
+            // The old value's destructor (which might Put) runs after the unlock.
             std::optional<T> old;
             if (replaced)
                 old.emplace(std::move(*value_));
             value_.emplace(std::move(value));
-            // release: the next locker reads our value. The last access: the taker may destroy.
+            // release: our value to the next locker. Last access: the taker may destroy.
             word_.store(kFull, std::memory_order_release);
             return replaced;
         }
     }
 
-    // Takes the value if one is there. Never suspends (it may wait out a Put's move of a T).
+    // Takes the value if there. Never suspends (may wait out a Put's move of a T).
     std::optional<T> TryTake() noexcept
     {
-        if (handoff_) // a taker that a Put resumed (TakeAwaiter's await_resume, Take's loop)
+        if (handoff_) // a taker a Put resumed
             return TakeHandoff();
         std::uintptr_t word = word_.load(std::memory_order_relaxed);
         for (unsigned spins = 0;;)
@@ -99,14 +94,14 @@ public:
             word = WaitOutLock(word, spins);
             if (word != kFull)
                 return std::nullopt; // empty (or, against the one-taker rule, a taker waits)
-            // acquire: the value the last Put stored in the slot.
+            // acquire: the last Put's value.
             if (word_.compare_exchange_weak(word, kLocked, std::memory_order_acquire,
                                             std::memory_order_relaxed))
                 break;
         }
         std::optional<T> taken(std::move(*value_));
         value_.reset();
-        // release: our read of the slot comes before the next Put's write to it.
+        // release: our slot read before the next Put's write.
         word_.store(kEmpty, std::memory_order_release);
         return taken;
     }
@@ -122,7 +117,7 @@ public:
         }
     }
 
-    // As Take, but returns std::nullopt if nothing arrived within `timeout`.
+    // As Take; std::nullopt if nothing arrived within `timeout`.
     std::optional<T> Take(Duration timeout)
     {
         if (timeout.IsInfinite())
@@ -138,14 +133,14 @@ public:
         }
     }
 
-    // A snapshot: true if a taker was suspended at the moment of the load.
+    // Snapshot: a taker is suspended.
     bool IsSuspended() const noexcept
     {
         return IsWaiter(word_.load(std::memory_order_acquire));
     }
 
-    // co_await box.TakeAsync(): yields the value (continues on the executor current at the
-    // suspension); TakeAsync(timeout) yields std::optional<T>.
+    // co_await box.TakeAsync(): the value; TakeAsync(timeout): std::optional<T>. Resumes on
+    // the executor current at suspension.
     class [[nodiscard("co_await it")]] TakeAwaiter
     {
     public:
@@ -211,7 +206,7 @@ public:
     TakeForAwaiter TakeAsync(Duration timeout) noexcept { return TakeForAwaiter(*this, timeout); }
 
 private:
-    // The word's states; a taker's entry address is pointer-aligned, so none of them is one.
+    // The word's states; a taker's (pointer-aligned) entry is none of them.
     static constexpr std::uintptr_t kEmpty = 0;
     static constexpr std::uintptr_t kFull = 1;
     static constexpr std::uintptr_t kLocked = 2;
@@ -220,7 +215,7 @@ private:
     {
         return word > kLocked;
     }
-    // Reloads `word` until no move of a T holds the lock state; `spins` paces retries.
+    // Reloads `word` until no move of a T holds the lock; `spins` paces retries.
     std::uintptr_t WaitOutLock(std::uintptr_t word, unsigned& spins) const noexcept
     {
         while (word == kLocked)
@@ -238,7 +233,7 @@ private:
         return taken;
     }
 
-    // Publishes the taker, or resumes it at once if full (a lock here is a Put heading to FULL).
+    // Publishes the taker, or resumes it at once if full.
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const std::uintptr_t self = detail::WordOf(task);
@@ -253,15 +248,14 @@ private:
             }
             TC_CHECK(word == kEmpty, "one waiter at a time on a Single primitive",
                      "a second taker suspended on a Mailbox");
-            // release: publishes the handle, and orders our read of the last handoff before the
-            // next Put's write.
+            // release: publishes the handle, orders our handoff read before the next Put.
             if (word_.compare_exchange_weak(word, self, std::memory_order_release,
                                             std::memory_order_relaxed))
-                return; // the last access: from here on a Put owns the taker
+                return; // last access: a Put owns the taker
         }
     }
 
-    // The timer's claim, against a Put's: whichever moves the word off the taker owns it.
+    // The timer's claim against a Put's: whoever moves the word off the taker owns it.
     bool OnTimeout(SuspendedTask task) noexcept override
     {
         return detail::ClaimForTimeout(word_, task, kEmpty);

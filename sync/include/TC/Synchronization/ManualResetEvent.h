@@ -1,53 +1,45 @@
 #pragma once
 // ManualResetEvent: a gate that, once set, lets every waiter pass until it is reset.
+// Waiters: tasks, converted threads, coroutines; any number, nothing allocated.
 
 #include <TC/Duration.h>
 #include <TC/Synchronization/detail/OneWordEvent.h>
 
 namespace TC::Synchronization
 {
-// Any number of waiters (tasks, converted threads, coroutines). Set opens the event and resumes
-// every waiter suspended at that moment, newest first; waiters arriving while it is set pass at
-// once; Reset closes it. A waiter resumed by a Set returns even if a Reset followed before it
-// ran, and a Set resumes only the waiters that suspended before it opened the event: one that
-// suspends after a later Reset waits for the next Set.
-//
-// State and the chain of waiters share one atomic word (detail::OneWordEvent): a waiter
-// publishes itself and checks the state with one compare-exchange; Set opens the event and
-// claims every waiter with one exchange and then touches only the waiters' entries. Destruction:
-// by any waiter as soon as its Wait returned, if no other Set is running and nobody else is
-// about to wait; by anyone once no waiter is suspended and no Set is running. A timed waiter
-// counts as waiting until its Wait returned. Cost: a Set+Wait pair that does not suspend is one
-// RMW (Set's compare-exchange; Wait is a load); one that suspends adds one for publishing. No
-// limit on the number of waiters: the chain runs through their SuspendedTaskEntry links, nothing
-// is allocated.
-/// - Wait(timeout) returns true if a Set let it pass, false on timeout; a timeout unlinks the
-///   waiter from the chain (a walk of the waiters under a bit of the word, during which Set
-///   and new waiters spin), and a Set that claimed it first wins: the wait then returns true.
+/// ```cpp
+/// ManualResetEvent loaded;
+/// loader: Load(); loaded.Set();   any reader: loaded.Wait(); Use();
+/// ```
+/// - Set resumes exactly the waiters suspended when it opened the event, newest first (they
+///   return even if a Reset followed); later waiters pass until Reset.
+/// - Wait(timeout): false on timeout, true if a Set claimed the waiter first. A timeout unlinks
+///   the waiter (Set and new waiters spin meanwhile).
+/// - Destruction: by any waiter once its Wait returned, if no other Set runs and nobody else is
+///   about to wait; by anyone once no waiter is suspended and no Set runs. A timed waiter counts
+///   as waiting until its Wait returned.
 class ManualResetEvent : public detail::OneWordEvent<true>
 {
 public:
     explicit ManualResetEvent(bool initiallySet = false) noexcept : OneWordEvent(initiallySet) {}
 
-    // Set(): described above. Any thread, also a callback; never blocks.
+    // Set(): opens and resumes; any thread or callback; never blocks.
     using OneWordEvent::Set;
-    // Reset(): closes the event if it is set; suspended waiters stay suspended.
+    // Reset(): closes the event; suspended waiters stay suspended.
     using OneWordEvent::Reset;
-    // IsSet(), IsSuspended(): snapshots of the word.
+    // IsSet(), IsSuspended(): snapshots.
     using OneWordEvent::IsSet;
     using OneWordEvent::IsSuspended;
     // TryWait(): true while set (consumes nothing); never suspends.
     using OneWordEvent::TryWait;
 
-    // Wait(): returns at once if set; otherwise suspends until a Set. From a task or a converted
-    // thread (not from a callback, not from a worker thread outside a task).
+    // Returns at once if set, else suspends until a Set. Task or converted thread only.
     void Wait() { OneWordEvent::Wait(); }
-    // Wait(timeout): as Wait, or false once `timeout` passed (no limit without EnableTimers).
+    // As Wait, or false once `timeout` passed (no limit without EnableTimers).
     bool Wait(Duration timeout) { return OneWordEvent::Wait(timeout); }
 
-    // co_await ev, co_await ev.WaitAsync(), co_await ev.WaitAsync(timeout) (yields false on
-    // timeout): the coroutine forms; the coroutine continues on the executor that was current
-    // when it suspended.
+    // co_await ev / ev.WaitAsync() / ev.WaitAsync(timeout) (false on timeout); resumes on the
+    // executor current when it suspended.
     using OneWordEvent::WaitAsync;
     using OneWordEvent::operator co_await;
 };

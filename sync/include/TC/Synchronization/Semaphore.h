@@ -1,5 +1,6 @@
 #pragma once
 // Semaphore: a counting semaphore for tasks, converted threads and coroutines.
+// Uncontended Acquire and Release: one CAS each.
 
 #include <TC/Synchronization/detail/SemaphoreCore.h>
 
@@ -7,18 +8,16 @@
 
 namespace TC::Synchronization
 {
-// Holds a count of permits. Acquire takes one, suspending while there is none; Release gives
-// permits back and hands them to suspended waiters in arrival order. A TryAcquire that arrives
-// while permits are being handed out may take one first (waiters are FIFO among themselves,
-// newcomers can barge; that keeps the uncontended path at one CAS each for Release and
-// Acquire). At most kMaxPermits (2^61 - 1) permits at a time; Release(n) takes 0 <= n <=
-// kMaxPermits.
-//
-// Destruction: when no call on it is running. Whoever took a permit may destroy it as soon as
-// its Acquire (or successful TryAcquire) returned, if no other call can start: a Release does
-// not touch the semaphore after the read-modify-write that makes its permits available, and
-// resumes the waiters it served only after it (detail/SemaphoreCore.h). That holds also for a
-// coroutine with no executor, which the Release that served it resumes inline.
+/// ```cpp
+/// Semaphore slots(4);
+/// slots.Acquire(); Download(); slots.Release();
+/// ```
+/// - Release hands permits to suspended waiters in arrival order; newcomers (TryAcquire) may
+///   barge while permits are handed out.
+/// - At most kMaxPermits (2^61 - 1) permits; Release(n) takes 0 <= n <= kMaxPermits.
+/// - Destruction: when no call runs; or by whoever took a permit once its Acquire (or
+///   successful TryAcquire) returned, if no other call can start -- also a coroutine with no
+///   executor resumed inline by the Release.
 class Semaphore
 {
 public:
@@ -29,31 +28,27 @@ public:
     // Takes a permit if one is there. Never suspends. One CAS.
     bool TryAcquire() noexcept { return core_.TryAcquire(); }
 
-    // Takes a permit, suspending (a task or a converted thread) until Release hands one over.
+    // Takes a permit, suspending (task or converted thread) until one is handed over.
     void Acquire()
     {
         if (!core_.TryAcquire())
             core_.Acquire();
     }
 
-    // As Acquire, but gives up after `timeout`: false if no permit came in time. Unlimited
-    // without EnableTimers.
-    /// - A permit handed over as the deadline passes makes the wait return true; one that
-    ///   arrives after the timeout took the waiter back stays for the next acquire: none is lost.
+    // As Acquire; false if no permit came in `timeout` (no limit without EnableTimers). A
+    // permit racing the deadline returns true or stays for the next acquire: none is lost.
     bool Acquire(Duration timeout)
     {
         return core_.TryAcquire() || core_.Acquire(timeout) == detail::AcquireResult::Acquired;
     }
 
-    // Adds n permits and resumes up to n waiters (each with its permit). Any thread, also a
-    // callback. Never suspends.
+    // Adds n permits, resuming up to n waiters. Any thread or callback; never suspends.
     void Release(std::int64_t n = 1) noexcept { core_.Release(n); }
 
     // Permits available now (a snapshot).
     std::int64_t Available() const noexcept { return core_.Available(); }
 
-    // co_await sem.AcquireAsync(): the coroutine form of Acquire; continues on the executor that
-    // was current when it suspended.
+    // co_await sem.AcquireAsync(): resumes on the executor current when it suspended.
     class [[nodiscard("co_await it")]] AcquireAwaiter
     {
     public:

@@ -7,17 +7,15 @@ namespace TC::Synchronization
 {
 // For primitives whose waiters loop ("while the state is wrong, Suspend()"): after publishing,
 // the callback calls T::TryResume() to resume waiters if the state changed meanwhile.
-/// - TryResume runs on the suspending thread outside any task, maybe after another resume: it
-///   claims waiters via ResumeNext/Resume only. It must be accessible (checked at compile time).
-/// - Lifetime: as SuspendableBase<Kind>, but a Multiple one may be destroyed only once every wait
-///   on it returned and no call runs.
+/// - TryResume runs outside any task, maybe after another resume: it claims waiters only via
+///   ResumeNext/Resume. Checked at compile time.
+/// - Lifetime: as SuspendableBase; a Multiple one only once every wait returned and no call runs.
 template <SuspensionKind Kind, class T>
 class Suspendable : public SuspendableBase<Kind>
 {
 protected:
     Suspendable() noexcept
     {
-        // Here T is complete: the constructor is instantiated where T's constructor is defined.
         static_assert(requires(T& t) { t.TryResume(); },
                       "Suspendable<Kind, T>: T must provide `void TryResume()`, the re-check after "
                       "a waiter was published (public, or reachable by Suspendable as a friend)");

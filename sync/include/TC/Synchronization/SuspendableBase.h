@@ -26,11 +26,10 @@ namespace TC::Synchronization
 {
 namespace detail
 {
-// The waiter that constructs a Multiple object: the calling task or converted thread; none on
-// a worker outside a task.
+// A Multiple object's creator: the calling task or converted thread; none outside a task.
 TC_API TaskHandle CreatorHandle() noexcept;
 
-// Checked mode: a primitive destroyed with a waiter suspended; names rule, type and waiter.
+// Checked mode: destroyed with a waiter suspended.
 [[noreturn]] inline void ReportDestroyedWithWaiter(SuspendedTask waiter) noexcept
 {
     std::string detail;
@@ -54,8 +53,8 @@ class SuspendableBase;
 /// - The waiter is published once off the processor, then OnPublished() (the re-check) runs.
 /// - Resume() and a timeout claim the slot with one exchange: each handle reaches ResumeTask
 ///   exactly once.
-/// - Destroy it only with no waiter suspended and no Resume running; the waiter may destroy it
-///   as soon as its wait returned (a timed wait returns only after a racing OnTimeout).
+/// - Destroy it with no waiter suspended and no Resume running, or by the waiter once its wait
+///   returned (a timed wait returns only after a racing OnTimeout).
 /// - Suspend/SuspendFor return only once no publication or re-check is in flight.
 template <>
 class SuspendableBase<SuspensionKind::Single> : private ISuspendCallback
@@ -64,7 +63,7 @@ public:
     SuspendableBase(const SuspendableBase&) = delete;
     SuspendableBase& operator=(const SuspendableBase&) = delete;
 
-    // A snapshot: true if a waiter was published at the moment of the load.
+    // Snapshot: a waiter is published.
     bool IsSuspended() const noexcept { return waiter_.load() != nullptr; }
 
 protected:
@@ -77,16 +76,14 @@ protected:
 #endif
     }
 
-    // Suspends the calling task or converted thread until Resume() claims it. Not from a
-    // callback, nor from a worker outside a task (coroutines co_await).
+    // Suspends the calling task or converted thread (not a callback) until Resume().
     void Suspend()
     {
         SuspendTask(this);
         WaitOutPublishers();
     }
 
-    // As Suspend, limited to `timeout`: false if it timed out, true if a Resume claimed it first.
-    // No limit without EnableTimers.
+    // As Suspend; false on timeout, true if a Resume claimed it first (no limit without timers).
     bool SuspendFor(Duration timeout)
     {
         const bool resumed = SuspendTaskFor(this, timeout);
@@ -94,19 +91,16 @@ protected:
         return resumed;
     }
 
-    // Returns once the publication, re-check and every ResumerScope left; never suspends.
+    // Returns once publication, re-check and every ResumerScope left; never suspends.
     void WaitOutPublishers() const noexcept { publishing_.Drain(); }
 
-    // Held by a resumer from before a state change a waiter can act on until its ClaimWaiter:
-    // a waiter that saw the change drains it, so the late claim neither takes its next wait nor
-    // touches an object it destroyed. Two RMWs for the resumer.
+    // Held from before a state change a waiter can act on until ClaimWaiter (design notes).
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(publishing_);
     }
 
-    // Resumes the waiter suspended now; true if there was one. Any thread, any time; does not
-    // touch the object after ResumeTask.
+    // Resumes the waiter, true if one. Any thread; no access after ResumeTask.
     bool Resume() noexcept
     {
         if (const SuspendedTask waiter = ClaimWaiter())
@@ -117,7 +111,7 @@ protected:
         return false;
     }
 
-    // Claims the waiter (nullptr if none) without resuming it, to end a ResumerScope first.
+    // Claims the waiter (or nullptr) without resuming it.
     SuspendedTask ClaimWaiter() noexcept { return waiter_.exchange(nullptr); }
 
     // Resume, for one slot.
@@ -126,11 +120,10 @@ protected:
     // Resume: one slot cannot re-enter a resume in progress.
     bool ResumeNonReentrant() noexcept { return Resume(); }
 
-    // The callback that publishes into the slot and runs OnPublished, for coroutine awaiters,
-    // which call WaitOutPublishers() in await_resume.
+    // For coroutine awaiters, which call WaitOutPublishers() in await_resume.
     ISuspendCallback* Callback() noexcept { return this; }
 
-    // What a timed coroutine awaiter holds for its wait: here just the slot's callback.
+    // What a timed coroutine awaiter holds: the slot's callback.
     class TimedWait
     {
     public:
@@ -141,16 +134,14 @@ protected:
         ISuspendCallback* callback_;
     };
 
-    // The re-check: runs after the waiter was published, on the thread that suspended it,
-    // outside any task. It may run after the waiter was already resumed by someone else.
+    // The re-check, after publication, outside any task; may run after the waiter was resumed.
     virtual void OnPublished() noexcept {}
 
 private:
     void OnSuspended(SuspendedTask task) noexcept final
     {
         detail::BusyCount::Scope publishing(publishing_); // ends with the last access
-        // seq_cst: either the resumer (state, then exchange) sees the waiter or OnPublished
-        // sees the state.
+        // seq_cst: the resumer sees the waiter or OnPublished sees the state.
         [[maybe_unused]] const SuspendedTask previous = waiter_.exchange(task);
         TC_CHECK(previous == nullptr, "one waiter at a time on a Single primitive",
                  "a second task suspended on a SuspensionKind::Single object");
@@ -168,17 +159,14 @@ private:
 };
 
 // The Multiple kind: any number of waiters on a lock-free intrusive stack, and timed waiters.
-/// - Waiters chain through their SuspendedTaskEntry (no allocation), woken newest first; timed
-///   non-creator waiters wait on a locked FIFO of nodes in their frames, woken after the stack,
-///   oldest first (ResumeNext: when the stack is empty). Timeout and resume: exactly one wins.
-/// - The creator (task or converted thread that constructed it) waits in its own slot,
-///   resumed last by Resume() and by ResumeNext() only when nobody else waits.
+/// - Waiters chain through their entries (no allocation), woken newest first; timed waiters
+///   other than the creator sit on a locked FIFO, woken after the stack, oldest first.
+///   Timeout and resume: exactly one wins.
+/// - The creator waits in its own slot, resumed last, by ResumeNext only when nobody else waits.
 /// - A waiter other than the creator never touches the object once handed to ResumeTask.
-/// - The creator's wait (suspended, or passed then WaitOutCallsIfCreator) returns only after
-///   every call that entered before it passed left (Resume*, ResumerScope, publication and
-///   re-check): it may destroy the object then, if no call begins later and no other waiter's
-///   timed wait is still running (the timer may be inside its claim).
-/// - ResumeNextUnordered holds no scope: a primitive calling it states its own rule.
+/// - The creator's wait (or pass plus WaitOutCallsIfCreator) returns after every call that
+///   entered before it passed left; it may then destroy the object if no call begins later and
+///   no other timed wait still runs. ResumeNextUnordered holds no scope: its caller's rule.
 /// - Anyone else destroys it only when nobody waits and no call on it runs.
 template <>
 class SuspendableBase<SuspensionKind::Multiple> : private ISuspendCallback
@@ -187,10 +175,10 @@ public:
     SuspendableBase(const SuspendableBase&) = delete;
     SuspendableBase& operator=(const SuspendableBase&) = delete;
 
-    // A snapshot: true if a waiter was published at the moment of the loads.
+    // Snapshot: a waiter is published.
     bool IsSuspended() const noexcept
     {
-        // Orders the loads after the caller's state change (pairs with push-fence-recheck).
+        // Orders the loads after the caller's state change.
         TC::detail::SeqCstFence();
         return IsSuspendedAfterSeqCstChange();
     }
@@ -224,8 +212,8 @@ protected:
 #endif
     }
 
-    // Suspends the calling task or converted thread until a Resume reaches it. Not from a
-    // callback, nor from a worker outside a task. Only the creator touches the object after.
+    // Suspends the calling task or converted thread (not a callback) until resumed; only the
+    // creator touches the object after.
     void Suspend()
     {
         if (IsCreatorHere())
@@ -241,9 +229,7 @@ protected:
         }
     }
 
-    // As Suspend, but gives up after `timeout`: false if the wait timed out (the waiter was
-    // taken back), true if a resume reached it first. No limit without EnableTimers. The creator
-    // returns once the calls it must wait out have left; anyone else touches nothing after it.
+    // As Suspend; false on timeout, true if a resume reached it first (no limit without timers).
     bool SuspendFor(Duration timeout)
     {
         if (IsCreatorHere())
@@ -257,22 +243,19 @@ protected:
         return SuspendTaskFor(node.Callback(), timeout);
     }
 
-    // For a waiter that passed without suspending (its TryWait succeeded): the creator returns
-    // once the calls that entered before it passed have left; anyone else after one load.
+    // After a pass without suspending: the creator waits out earlier calls; others one load.
     void WaitOutCallsIfCreator() const noexcept
     {
         busy_.DrainIf([this]() noexcept { return IsCreatorHere(); });
     }
 
-    // Held by a resumer from before a state change that lets the creator pass until after its
-    // Resume: the creator's wait waits out that Resume. Two RMWs.
+    // Held from before a state change that lets the creator pass until after the Resume.
     [[nodiscard]] detail::BusyCount::Scope ResumerScope() noexcept
     {
         return detail::BusyCount::Scope(busy_);
     }
 
-    // Resumes every waiter suspended now, newest first, the creator last; returns how many.
-    // Any thread; the creator's wait waits out its scope.
+    // Resumes every waiter now suspended, creator last; returns how many. Any thread.
     std::size_t Resume() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
@@ -289,8 +272,7 @@ protected:
             ++resumed;
         }
         resumed += ResumeTimed(kAllTimed);
-        // Taken after the others were resumed: a waiter resumed inline that starts a new round
-        // still finds the creator waiting (WaitGroup's checked mode reports that).
+        // Creator last: an inline-resumed waiter starting a new round still finds it waiting.
         if (const SuspendedTask creator = TakeCreatorWaiter())
         {
             ResumeTask(creator);
@@ -307,8 +289,7 @@ protected:
         return ResumeNextUnordered();
     }
 
-    // ResumeNext without the fence and scope, for a resumer with no state change yet that
-    // handles a missed waiter itself (AutoResetEvent::Set). Touches nothing after ResumeTask.
+    // ResumeNext without fence and scope, for a resumer that handles a missed waiter itself.
     bool ResumeNextUnordered() noexcept
     {
         if (SuspendedTaskEntry* const entry = waiters_.Pop())
@@ -326,8 +307,7 @@ protected:
         return false;
     }
 
-    // Resume for callers that may be re-entered (a ResumeTask running a coroutine inline): one
-    // call resumes at a time, others hand it their request and return. Holds a scope.
+    // Resume for re-entrant callers: one resumes at a time, others hand over. Holds a scope.
     void ResumeNonReentrant() noexcept
     {
         detail::BusyCount::Scope busy(busy_); // ends with the last access
@@ -344,12 +324,11 @@ protected:
         }
     }
 
-    // The callback that publishes on the stack and runs OnPublished, for coroutine awaiters.
+    // For coroutine awaiters: publishes on the stack, runs OnPublished.
     ISuspendCallback* Callback() noexcept { return this; }
 
-    // One timed wait of a waiter that is not the creator: a node of the timed FIFO, in the
-    // waiter's frame (a coroutine's awaiter holds one). Its callback publishes it and runs
-    // OnPublished; its timeout unlinks it unless a resume took it off first.
+    // A non-creator's timed wait: a timed-FIFO node in its frame; a timeout unlinks it unless a
+    // resume took it off first.
     class TimedWait final : public detail::WaitNode
     {
     public:
@@ -366,7 +345,7 @@ protected:
                 owner->timed_.PushBack(this);
                 owner->timedCount_.fetch_add(1); // seq_cst, as the resumers' peeks
             }
-            // As the stack's push: a full store-load barrier against the resumer's state change.
+            // Store-load barrier against the resumer's state change.
             TC::detail::SeqCstFence();
             owner->OnPublished();
         }
@@ -391,8 +370,7 @@ protected:
         SuspendableBase* owner_;
     };
 
-    // The re-check: runs after the waiter was published, on the thread that suspended it,
-    // outside any task. It may run after the waiter was already resumed by someone else.
+    // The re-check, after publication, outside any task; may run after the waiter was resumed.
     virtual void OnPublished() noexcept {}
 
 private:
@@ -414,7 +392,7 @@ private:
             owner->OnPublished();
         }
 
-        // The creator's timed wait: claims the slot back unless a resume took it first.
+        // Claims the slot back unless a resume took it first.
         bool OnTimeout(SuspendedTask task) noexcept override
         {
             SuspendedTask expected = task;
@@ -445,8 +423,7 @@ private:
 
     static constexpr std::size_t kAllTimed = ~std::size_t{0};
 
-    // Resumes up to `most` timed waiters, oldest first; returns how many. A relaxed peek first:
-    // callers ordered it after their state change (Resume's fence), or handle a miss themselves.
+    // Resumes up to `most` timed waiters, oldest first; relaxed peek (callers ordered it).
     std::size_t ResumeTimed(std::size_t most) noexcept
     {
         if (timedCount_.load(std::memory_order_relaxed) == 0)
@@ -472,7 +449,7 @@ private:
 
     void OnSuspended(SuspendedTask task) noexcept final
     {
-        // Release push + fence + seq_cst re-check: a store-load barrier against the resumer.
+        // Push, fence, re-check: a store-load barrier against the resumer.
         detail::BusyCount::Scope publishing(busy_); // ends with the last access
         waiters_.Push(task.Entry());
         TC::detail::SeqCstFence();

@@ -8,10 +8,9 @@ namespace TC::Synchronization
 // Chooses the waiter store of SuspendableBase.
 enum class SuspensionKind : std::uint8_t
 {
-    // One suspended waiter at a time, kept in one atomic slot; timed waits claim it back.
+    // One waiter at a time, in one atomic slot.
     Single,
-    // Any number of waiters on a lock-free stack, woken newest first, the creator last; timed
-    // waiters on a locked FIFO beside it.
+    // Any number; newest first, the creator last; timed waiters FIFO.
     Multiple,
 };
 } // namespace TC::Synchronization

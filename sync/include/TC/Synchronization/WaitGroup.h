@@ -1,5 +1,6 @@
 #pragma once
 // WaitGroup: waits until every piece of work that was Add-ed has called Done.
+// Reusable (Go's sync.WaitGroup, marl's WaitGroup); waiters: tasks, threads, coroutines.
 
 #include <TC/Synchronization/Waitable.h>
 
@@ -8,44 +9,32 @@
 
 namespace TC::Synchronization
 {
-// A reusable counter (Go's sync.WaitGroup, marl's WaitGroup): Add(n) before starting work, Done()
-// when a piece finishes, Wait() suspends (task or converted thread; coroutines co_await) until the
-// count is zero. When the count reaches zero every waiter suspended then is resumed; the group may
-// then be Add-ed to again.
-//
-// Reuse (as Go's WaitGroup states it): an Add that starts a new round must come after every Wait
-// of the round before has returned. The Done that reached zero resumes the waiters it finds when
-// it gets to them, not atomically with its decrement, so a waiter that suspended after an early
-// Add could be resumed by that Done and return while the new round's count is not zero. (The
-// common shape -- the same task adds, starts the work and waits, round after round -- follows
-// the rule by itself.) Checked mode fails an Add that takes the count up from zero while a
-// waiter is still suspended: it can only be one of the round before.
-//
-// Destruction: by its creator (the task or converted thread that constructed it) as soon as its
-// Wait returned, provided nobody adds to it or starts a wait any more and every other waiter was
-// suspended on it, or had returned, before the count reached zero: the creator's Wait returns
-// only once every Add/Done and every re-check that was running has left the group, and every
-// other waiter -- task, thread or coroutine -- touches nothing of it once resumed. By anyone else
-// only when nobody waits on it and no Add/Done is running (a coroutine that owns one it waits on,
-// which is never its creator, uses a Latch instead: any waiter may destroy that).
-//
-// Wait(), Wait(timeout), co_await wg, co_await wg.WaitAsync(timeout): from Waitable.
-/// - Wait(timeout) returns true once the count was zero, false on timeout (no limit without
-///   EnableTimers); the count is not touched either way.
-/// - A timed waiter counts as waiting until its Wait returned (see SuspendableBase).
+/// ```cpp
+/// WaitGroup wg;
+/// wg.Add(2); Start([&] { A(); wg.Done(); }); Start([&] { B(); wg.Done(); }); wg.Wait();
+/// ```
+/// - Reaching zero resumes every waiter suspended then. Reuse: a new round's first Add comes
+///   after every Wait of the last round returned (checked mode fails an Add from zero while a
+///   waiter is still suspended).
+/// - Wait(timeout): true once the count was zero, false on timeout (no limit without
+///   EnableTimers); the count is untouched. A timed waiter counts as waiting until it returned.
+/// - Destruction: by its creator (task or converted thread that constructed it) once its Wait
+///   returned, if nobody adds or starts a wait any more and every other waiter had suspended or
+///   returned before the count reached zero; by anyone else only when nobody waits and no
+///   Add/Done runs. A coroutine owning one it waits on uses a Latch instead.
+/// - Wait(), Wait(timeout), co_await wg, co_await wg.WaitAsync(timeout): from Waitable.
 class WaitGroup : public Waitable<SuspensionKind::Multiple, WaitGroup>
 {
 public:
     explicit WaitGroup(std::int64_t initial = 0) noexcept : count_(initial) {}
 
-    // Adds n pieces of work (n may be negative; reaching zero then releases the waiters).
+    // Adds n pieces of work (n may be negative; reaching zero releases the waiters).
     void Add(std::int64_t n = 1) noexcept
     {
-        // Ends with the last access: the creator's Wait, which may see the count at zero
-        // before this Add's Resume begins, waits it out.
+        // The creator's Wait waits out this scope.
         const detail::BusyCount::Scope busy = ResumerScope();
 #if TC_CHECKED
-        // Read before the count moves: a waiter of the new round cannot be suspended yet.
+        // Read before the count moves: no new-round waiter can be suspended yet.
         const bool waiterBefore = n > 0 && IsSuspended();
 #endif
         const std::int64_t before = count_.fetch_add(n); // seq_cst: the state change

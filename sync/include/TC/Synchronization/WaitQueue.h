@@ -98,16 +98,14 @@ bool CallMustWait(void* f) noexcept
 
 // The waiters of a primitive that keeps its own state: wait here while the state says so;
 // after a change resume one waiter, all, or hand the change to the oldest. Never allocates.
-/// - Rule: a wait links itself at the tail, then calls `mustWait()` under the queue's lock
-///   (false: it ends at once, Resumed); a change made before a resume begins is seen there, or
-///   the resume finds the waiter. `mustWait` is noexcept and short, never waits, never calls
-///   this queue, takes no lock held around a call to it. Resumed means "look again".
-/// - Ordering: seq_cst fences part a wait's link from its re-check and a resumer's change from
-///   its look for waiters (with none: a fence and a load, no lock); the rest is under the lock.
-///   What a resumer wrote before resuming a waiter is visible to it.
-/// - Lifetime: destroy it when nobody waits and no call runs or can start (checked mode fails
-///   "destroy a primitive only when nobody waits on it"). Calls leave it before they resume
-///   anyone, so the creator or the last waiter may destroy it once its wait returned -- after
+/// - A wait links itself at the tail, then calls `mustWait()` under the queue's lock (false:
+///   it ends at once, Resumed): a change made before a resume begins is seen there, or the
+///   resume finds the waiter. `mustWait` is noexcept and short, never waits or calls this
+///   queue, takes no lock held around a call to it. Resumed means "look again".
+/// - seq_cst fences part a wait's link from its re-check and a resumer's change from its look
+///   (no waiter: a fence and a load). A resumer's earlier writes are visible to the waiter.
+/// - Destroy it when nobody waits and no call runs or can start (checked). Calls leave it before
+///   resuming, so the creator or last waiter may destroy it once its wait returned -- after
 ///   WaitOutResumers() if a resumer holding ResumerScope() may still be on its way.
 class TC_API WaitQueue
 {
@@ -199,8 +197,8 @@ public:
     // Resumes every waiter queued now, oldest first; returns how many.
     std::size_t ResumeAll() noexcept;
 
-    // Takes the oldest waiter, calls `complete(its context)` outside the lock (leave a value, or
-    // record the operation done for it) and resumes it HandedOff; false, calling nothing, if none.
+    // Takes the oldest waiter, runs `complete(its context)` outside the lock, resumes it
+    // HandedOff; false, calling nothing, if none.
     template <class Complete>
     bool HandOff(Complete&& complete) noexcept
     {

@@ -26,11 +26,11 @@ struct MemberClass<R C::*>
 };
 } // namespace detail
 
-// T provides `bool TryWait()` (non-blocking; true: pass, consuming what passing consumes) and
-// `void Resume()` resuming the waiters a successful TryWait stands for; checked at compile time.
+// T provides `bool TryWait()` (non-blocking; true: pass, consuming) and `void Resume()` resuming
+// the waiters a successful TryWait stands for; checked at compile time.
 /// - State changes that let waiters pass happen before T calls Resume.
-/// - A resumed waiter has passed: Wait does not call TryWait again, so a resumer handing something
-///   out took it with TryWait first.
+/// - A resumed waiter has passed (no second TryWait): a resumer handing something out took it
+///   with TryWait first.
 /// - Optional `bool Recheck()` (TryWait's contract) replaces TryWait in the post-publish re-check.
 /// - Single: the waiter may destroy the object as soon as its wait returned.
 /// - Multiple: only the creator may, once its own wait returned; a resumer whose state change it
@@ -40,17 +40,16 @@ template <SuspensionKind Kind, class T>
 class Waitable : public SuspendableBase<Kind>
 {
 public:
-    // Passes if TryWait() does, else suspends until a Resume reaches it. From a task or converted
-    // thread (not a callback, not a worker outside a task); coroutines co_await.
+    // Passes if TryWait() does, else suspends until resumed. Task or converted thread only.
     void Wait()
     {
         if (Self().TryWait())
             PassedWithoutSuspending();
         else
-            this->Suspend(); // Multiple: only the creator touches the object after its resume
+            this->Suspend();
     }
 
-    // Wait limited to `timeout`: false if it timed out; no limit without EnableTimers.
+    // Wait; false on timeout (no limit without EnableTimers).
     bool Wait(Duration timeout)
     {
         if (Self().TryWait())
@@ -58,11 +57,10 @@ public:
             PassedWithoutSuspending();
             return true;
         }
-        return this->SuspendFor(timeout); // waits out what Wait does, on both outcomes
+        return this->SuspendFor(timeout);
     }
 
-    // co_await x.WaitAsync() (or co_await x): continues on the executor current at suspension;
-    // for Multiple it touches nothing of the object once it passed.
+    // co_await x / x.WaitAsync(): resumes on the executor current at suspension.
     class [[nodiscard("co_await it")]] WaitAwaiter
     {
     public:
@@ -78,7 +76,7 @@ public:
         }
         void await_resume()
         {
-            // Single: the one waiter may destroy the object, so it waits out the re-check.
+            // Single: the waiter may destroy the object: wait out the re-check.
             if constexpr (Kind == SuspensionKind::Single)
                 owner_.WaitOutPublishers();
         }
@@ -109,8 +107,7 @@ public:
         bool await_resume()
         {
             const bool passed = ready_ || inner_.await_resume();
-            // Single: a timed-out waiter may destroy the object too. Multiple: a coroutine is
-            // never the creator, and touches nothing of the object once it passed.
+            // Single: a timed-out waiter may destroy it too; a Multiple coroutine touches nothing.
             if constexpr (Kind == SuspensionKind::Single)
                 owner_.WaitOutPublishers();
             return passed;
@@ -133,7 +130,7 @@ public:
 protected:
     Waitable() noexcept
     {
-        // Here T is complete: the constructor is instantiated where T's constructor is defined.
+        // T is complete here.
         static_assert(requires(T& t) {
             { t.TryWait() } -> std::convertible_to<bool>;
         }, "Waitable<Kind, T>: T must provide `bool TryWait()` (non-blocking: true when the "
@@ -159,7 +156,7 @@ private:
             this->WaitOutCallsIfCreator(); // the creator may destroy the object
     }
 
-    // The re-check after publishing: if the waiter may pass now, T::Resume resumes it.
+    // The re-check after publishing; T::Resume resumes a waiter that may pass.
     void OnPublished() noexcept final
     {
         if (Recheck(Self()))
@@ -168,7 +165,6 @@ private:
 
     static bool Recheck(T& self) noexcept
     {
-        // The re-check after publishing: T::Recheck where T has one, else TryWait.
         if constexpr (requires { self.Recheck(); })
             return self.Recheck();
         else

@@ -1,6 +1,6 @@
 #pragma once
-// ChannelCore: the type-erased part of Channel<T> -- a lock-free FIFO of value slots in linked
-// blocks, a pool of spare blocks, and the two counting gates.
+// ChannelCore: the type-erased part of Channel<T>: a lock-free FIFO of slots in linked blocks,
+// a pool of spare blocks, and the two counting gates.
 
 #include <TC/Synchronization/detail/SpinLock.h>
 #include <TC/Synchronization/detail/SplitGate.h>
@@ -12,18 +12,15 @@
 
 namespace TC::Synchronization::detail
 {
-// A FIFO of linked blocks of slots (as crossbeam's unbounded channel): each side claims slots by
-// CAS on its own position counter, so values arrive in claim order.
-/// - Every wait is a wait on a SplitGate (`items`, `space`); a receiver claims a slot only after
-///   `items` granted a value.
-/// - Freed blocks go to a pool senders take from first: a steady flow allocates nothing; a
-///   bounded channel pre-fills the pool. Design: guides/design-notes.md.
+// Blocks of slots (as crossbeam's unbounded channel); values arrive in slot-claim order.
+/// - Every wait is on a SplitGate (`items`, `space`); a receiver claims only after `items`.
+/// - Freed blocks are pooled: a steady flow allocates nothing; bounded pre-fills the pool.
 inline constexpr std::uint32_t kChannelBlockSlots = 31;
 
 class TC_API ChannelCore
 {
 public:
-    // One slot a Claim... call handed out: where its value lives.
+    // A claimed slot: where its value lives.
     struct Slot
     {
         void* block;
@@ -31,8 +28,7 @@ public:
         void* storage;
     };
 
-    // `destroyValue` destroys a value still held when the channel goes (nullptr: trivially
-    // destructible). Throws std::bad_alloc when the first block cannot be allocated.
+    // `destroyValue` destroys values left over (nullptr: trivial). bad_alloc if no first block.
     ChannelCore(std::size_t valueSize, std::size_t valueAlign, std::size_t capacity,
                 void (*destroyValue)(void*) noexcept);
     ~ChannelCore();
@@ -41,23 +37,20 @@ public:
 
     bool Bounded() const noexcept { return bounded_; }
 
-    // ---- a send: Claim, construct the value in slot.storage, then Publish (or Abandon) ----
-    // Bounded: only after `space` granted room. std::bad_alloc if a needed block cannot be had;
-    // nothing claimed then (granted room given back).
+    // ---- send: Claim, construct in slot.storage, Publish (or Abandon) ----
+    // Bounded: only after `space` granted room. bad_alloc: nothing claimed, room given back.
     Slot ClaimForSend();
-    // The value is constructed: the slot becomes readable and a receiver is woken.
+    // Makes the slot readable and wakes a receiver.
     void Publish(const Slot& slot) noexcept;
-    // Constructing the value threw: receivers skip the slot (its room is given back).
+    // The construction threw: receivers skip the slot; room given back.
     void Abandon(const Slot& slot) noexcept;
 
-    // ---- a receive: Claim, move the value out of slot.storage and destroy it, then Consumed ----
-    // Call only after `items` granted a value; returns a written slot.
+    // ---- receive: only after `items` granted a value; move out, destroy, Consumed ----
     Slot ClaimForReceive() noexcept;
-    // The value is gone: the slot is done (a bounded channel's room is given back).
+    // The slot is done (a bounded channel's room given back).
     void Consumed(const Slot& slot) noexcept;
 
-    // Closes both gates: waiting senders and receivers resume with Closed; receivers still
-    // drain what was sent before.
+    // Resumes waiters with Closed; receivers still drain what was sent.
     void Close() noexcept;
     bool IsClosed() const noexcept { return items.IsClosed(); }
 
@@ -71,8 +64,7 @@ private:
         std::atomic<std::uint64_t> index{0}; // slot number, kChannelBlockSlots + 1 per block
         std::atomic<Block*> block{nullptr};
 
-        // acquire, index then block: the block read is at least as new as the index the claim
-        // checks.
+        // acquire, index then block: the block is at least as new as the index.
         void Read(std::uint64_t& at, Block*& in) const noexcept
         {
             at = index.load(std::memory_order_acquire);
@@ -87,10 +79,10 @@ private:
     void DestroyFrom(Block* block, std::uint32_t start) noexcept;
     void* SlotAt(Block* block, std::uint32_t offset) const noexcept;
 
-    // Apart: senders write tail_, receivers head_, and neither should take the other's line.
+    // Apart: senders write tail_, receivers head_.
     alignas(64) Position head_;
     alignas(64) Position tail_;
-    alignas(64) SpinLock poolLock_; // spare blocks; touched once per block, not per value
+    alignas(64) SpinLock poolLock_; // spare blocks; once per block
     Block* pool_ = nullptr;
     std::size_t pooled_ = 0;
     std::size_t poolLimit_;

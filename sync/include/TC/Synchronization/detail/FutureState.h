@@ -1,6 +1,6 @@
 #pragma once
-// FutureState: the shared state one Promise and one Future hold -- its one atomic word, the
-// waiter callback that publishes a suspended waiter in it, and the continuation Then attaches.
+// FutureState: what one Promise and one Future share: one atomic word, the waiter callback
+// that publishes a suspended waiter in it, and the continuation Then attaches.
 
 #include <TC/Checked.h>
 #include <TC/ISuspendCallback.h>
@@ -29,15 +29,14 @@ struct FutureUnit
 template <class T>
 using FutureValue = std::conditional_t<std::is_void_v<T>, FutureUnit, T>;
 
-// The word: a constant below, the suspended waiter's entry, or a continuation with kFutureThenTag
-// (all at least 8-byte aligned, so none collides).
+// The word: a constant, the waiter's entry, or a continuation | kFutureThenTag (8-aligned).
 inline constexpr std::uintptr_t kFutureEmpty = 0;     // unresolved, nobody waiting
 inline constexpr std::uintptr_t kFutureResolved = 1;  // value or exception stored; producer gone
 inline constexpr std::uintptr_t kFutureAbandoned = 2; // unresolved, the consumer is gone
 inline constexpr std::uintptr_t kFutureThenTag = 4;
 
-// What Then attaches instead of a waiter: Run, once resolved, owns the consumer side and returns
-// the next runnable continuation (chains resolve in a loop).
+// What Then attaches instead of a waiter: Run, once resolved, owns the consumer side and
+// returns the next continuation to run.
 class FutureContinuation
 {
 public:
@@ -56,8 +55,7 @@ protected:
     ~FutureContinuation() = default;
 };
 
-// The state one Promise and one Future share, owned through the word alone: each side's last
-// access is one atomic operation, and whichever goes second frees it.
+// Owned through the word: each side's last access is one atomic operation; the second frees.
 class FutureStateBase
 {
 public:
@@ -66,24 +64,23 @@ public:
     FutureStateBase& operator=(const FutureStateBase&) = delete;
     virtual ~FutureStateBase() = default;
 
-    // acquire: a consumer that sees kFutureResolved reads the value the producer stored.
+    // acquire: a consumer seeing kFutureResolved reads the value.
     bool IsResolved() const noexcept
     {
         return word_.load(std::memory_order_acquire) == kFutureResolved;
     }
 
-    // acquire: the consumer's last access happens before the producer frees the state.
+    // acquire: the consumer's last access precedes the producer's free.
     bool ConsumerGone() const noexcept
     {
         return word_.load(std::memory_order_acquire) == kFutureAbandoned;
     }
 
-    // Producer, value stored: publishes it and hands over the waiter or continuation in one RMW,
-    // then touches nothing; returns the continuation to run (FutureContinuation::RunAll).
+    // Producer, value stored: publishes it and takes the waiter or continuation in one RMW,
+    // then touches nothing; returns the continuation to run.
     [[nodiscard]] FutureContinuation* Publish() noexcept
     {
-        // acq_rel: release the value; acquire the waiter's or continuation's publication, or the
-        // abandoning consumer's last accesses.
+        // acq_rel: release the value; acquire the waiter, continuation or abandonment.
         const std::uintptr_t previous = word_.exchange(kFutureResolved, std::memory_order_acq_rel);
         if (previous == kFutureEmpty)
             return nullptr;
@@ -100,17 +97,16 @@ public:
         return nullptr;
     }
 
-    // Consumer side, when it is done with the state (value taken, or Future destroyed).
+    // Consumer, done with the state (value taken, or Future destroyed).
     void ReleaseConsumer() noexcept
     {
-        // Resolved: the producer has left, so no RMW is needed to free the state.
+        // Resolved: the producer has left; no RMW needed.
         if (IsResolved())
         {
             delete this;
             return;
         }
-        // acq_rel: release our accesses to the producer that frees; acquire its value if it
-        // resolved meanwhile and we free.
+        // acq_rel: release our accesses to a freeing producer; acquire its value if we free.
         const std::uintptr_t previous = word_.exchange(kFutureAbandoned, std::memory_order_acq_rel);
         TC_CHECK(previous == kFutureEmpty || previous == kFutureResolved,
                  "Future destroyed while waited on",
@@ -119,14 +115,12 @@ public:
             delete this;
     }
 
-    // Attaches a continuation; false if the state is already resolved (the caller then runs the
-    // continuation itself). One RMW.
+    // Attaches a continuation; false if already resolved (the caller runs it). One RMW.
     bool Attach(FutureContinuation* continuation) noexcept
     {
         std::uintptr_t expected = kFutureEmpty;
         const auto tagged = reinterpret_cast<std::uintptr_t>(continuation) | kFutureThenTag;
-        // release: publishes the continuation's fields to the producer that runs it; acquire on
-        // failure: the caller then reads the value.
+        // release: the continuation's fields; acquire on failure: the value.
         if (word_.compare_exchange_strong(expected, tagged, std::memory_order_release,
                                           std::memory_order_acquire))
             return true;
@@ -135,7 +129,7 @@ public:
         return false;
     }
 
-    // The waiter's callback: one CAS publishes the waiter, or resumes it if already resolved.
+    // The waiter's callback: one CAS publishes the waiter, or resumes it if resolved.
     class Waiter final : public ISuspendCallback
     {
     public:
@@ -144,12 +138,11 @@ public:
         void OnSuspended(SuspendedTask task) noexcept override
         {
             std::uintptr_t expected = kFutureEmpty;
-            // release: publishes the waiter to the producer; acquire on failure so the waiter,
-            // resumed by us below, reads the value.
+            // release: publishes the waiter; acquire on failure: the value.
             if (state_.word_.compare_exchange_strong(
                     expected, reinterpret_cast<std::uintptr_t>(task.Entry()),
                     std::memory_order_release, std::memory_order_acquire))
-                return; // the last access: the producer owns the handle now
+                return; // last access: the producer owns the handle
             TC_CHECK(expected == kFutureResolved, "one waiter at a time on a Future",
                      "a second waiter (or a Then) was attached to a Future that has a waiter");
             ResumeTask(task); // never published: ours to resume
@@ -158,7 +151,7 @@ public:
         bool OnTimeout(SuspendedTask task) noexcept override
         {
             auto expected = reinterpret_cast<std::uintptr_t>(task.Entry());
-            // acq_rel: claims the waiter back against the producer's exchange.
+            // acq_rel: claims the waiter back against the producer.
             return state_.word_.compare_exchange_strong(
                 expected, kFutureEmpty, std::memory_order_acq_rel, std::memory_order_relaxed);
         }
@@ -181,7 +174,7 @@ private:
     friend class ::TC::Synchronization::Promise;
     void MarkResolvedExclusive() noexcept
     {
-        // relaxed: no consumer yet; GetFuture hands the state over on this thread.
+        // relaxed: no consumer yet.
         word_.store(kFutureResolved, std::memory_order_relaxed);
     }
 };

@@ -1,6 +1,6 @@
 #pragma once
-// OneWordEvent: the shared core of ManualResetEvent_s and ManualResetEvent -- state and waiters
-// in one atomic word, so one compare-exchange publishes and checks at once.
+// OneWordEvent: the core of ManualResetEvent_s and ManualResetEvent -- state and waiters in
+// one atomic word, so one compare-exchange publishes and checks.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -18,8 +18,8 @@
 namespace TC::Synchronization::detail
 {
 // The word is kUnset, kSet, or the newest waiter's entry (older ones chained through `next`).
-/// - Every access of a waiter or setter is one RMW of the word and its last of the object: a
-///   waiter may destroy the event as soon as its wait returns.
+/// - Each waiter or setter access is one RMW of the word and its last of the object: a waiter
+///   may destroy the event as soon as its wait returns.
 /// - A Set claims exactly the waiters suspended when it opened the event.
 /// - ManyWaiters: a timed-out waiter unlinks itself under kLocked in the word; a Set claims the
 ///   chain whole, before or after. Else the one waiter's claim is a CAS (WaiterWord.h).
@@ -32,9 +32,8 @@ public:
 
     void Set() noexcept
     {
-        // acq_rel: opens the event and claims the waiters; release publishes our caller's writes
-        // to passing waiters, acquire reads the waiters' publications (one release sequence).
-        // ManyWaiters: as a CAS that waits out an unlinking timeout.
+        // acq_rel: opens and claims; release to passing waiters, acquire their publications.
+        // ManyWaiters: a CAS that waits out an unlinking timeout.
         std::uintptr_t word = 0;
         if constexpr (ManyWaiters)
             word = SwapUnlocked(kSet, std::memory_order_acq_rel);
@@ -45,7 +44,7 @@ public:
         SuspendedTaskEntry* entry = EntryOf(word);
         if constexpr (ManyWaiters)
         {
-            // Newest first. The link is ours until ResumeTask: read it before.
+            // Newest first; read the link before ResumeTask.
             while (SuspendedTaskEntry* const older = entry->next)
             {
                 ResumeTask(SuspendedTask(entry));
@@ -55,11 +54,11 @@ public:
         ResumeTask(SuspendedTask(entry));
     }
 
-    // Closes the event if it is set; a suspended waiter stays suspended.
+    // Closes the event if set; a suspended waiter stays suspended.
     void Reset() noexcept
     {
         std::uintptr_t expected = kSet;
-        // relaxed failure / acq_rel success: resetting publishes nothing a waiter reads.
+        // relaxed failure / acq_rel success: a reset publishes nothing.
         word_.compare_exchange_strong(expected, kUnset, std::memory_order_acq_rel,
                                       std::memory_order_relaxed);
     }
@@ -82,7 +81,7 @@ public:
 
     bool Wait(Duration timeout) { return TryWait() || SuspendTaskFor(this, timeout); }
 
-    // The coroutine forms; the derived events' headers say how they wake.
+    // The coroutine forms; the derived events say how they wake.
     using WaitAwaiter = EventWaitAwaiter<OneWordEvent>;
     using WaitForAwaiter = EventWaitForAwaiter<OneWordEvent>;
     WaitAwaiter WaitAsync() noexcept { return WaitAwaiter(*this, *this); }
@@ -94,11 +93,11 @@ public:
 
 protected:
     explicit OneWordEvent(bool initiallySet) noexcept : word_(initiallySet ? kSet : kUnset) {}
-    // Virtual only because of virtual members (-Wnon-virtual-dtor); never deleted through a base.
+    // Virtual for -Wnon-virtual-dtor only.
     virtual ~OneWordEvent()
     {
 #if TC_CHECKED
-        // acquire, as IsSuspended: the destroying thread synchronizes with the last Set.
+        // acquire: synchronizes with the last Set.
         const std::uintptr_t word = word_.load(std::memory_order_acquire);
         if (word != kSet && word != kUnset) [[unlikely]]
             ReportDestroyedWithWaiter(WaiterOf(word & ~kLocked));
@@ -108,14 +107,14 @@ protected:
 private:
     static constexpr std::uintptr_t kUnset = 0;
     static constexpr std::uintptr_t kSet = 1;
-    // ManyWaiters: or-ed into a word that holds waiters while a timeout unlinks its entry.
+    // ManyWaiters: set while a timeout unlinks its entry.
     static constexpr std::uintptr_t kLocked = 2;
     static_assert(alignof(SuspendedTaskEntry) > kLocked, "entries leave the low bits free");
 
-    // ManyWaiters: swaps in `desired` once no timeout holds the chain; returns the word before.
+    // ManyWaiters: swaps in `desired` once no timeout holds the chain; returns the old word.
     std::uintptr_t SwapUnlocked(std::uintptr_t desired, std::memory_order order) noexcept
     {
-        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        std::uintptr_t word = word_.load(std::memory_order_relaxed);
         for (unsigned spins = 0;;)
         {
             if (word & kLocked)
@@ -130,11 +129,10 @@ private:
         }
     }
 
-    // ManyWaiters: OnTimeout's claim. Unlinks `task` if the chain still holds it; false if a
-    // Set claimed it first (the chain is then another one, or none).
+    // ManyWaiters: OnTimeout's claim; unlinks `task`, or false if a Set claimed it first.
     bool UnlinkForTimeout(SuspendedTask task) noexcept
     {
-        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        std::uintptr_t word = word_.load(std::memory_order_relaxed);
         for (unsigned spins = 0;;)
         {
             if (word == kUnset || word == kSet)
@@ -145,12 +143,12 @@ private:
                 word = word_.load(std::memory_order_relaxed);
                 continue;
             }
-            // acquire: the links of the chain, as the publications' release wrote them.
+            // acquire: the chain's links.
             if (word_.compare_exchange_weak(word, word | kLocked, std::memory_order_acquire,
                                             std::memory_order_relaxed))
                 break;
         }
-        // Only we change the word or a link of this chain until the store below.
+        // Only we change the word or this chain until the store below.
         SuspendedTaskEntry* const mine = task.Entry();
         SuspendedTaskEntry* previous = nullptr;
         SuspendedTaskEntry* entry = EntryOf(word);
@@ -168,7 +166,7 @@ private:
             else
                 previous->next = older;
         }
-        // release: the edited links, for the Set that claims the chain next.
+        // release: the edited links, for the next claiming Set.
         word_.store(after, std::memory_order_release);
         return entry != nullptr;
     }
@@ -176,7 +174,7 @@ private:
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const std::uintptr_t self = WordOf(task);
-        std::uintptr_t word = word_.load(std::memory_order_relaxed); // the CAS decides
+        std::uintptr_t word = word_.load(std::memory_order_relaxed);
         for (unsigned spins = 0;;)
         {
             if (word == kSet)
@@ -186,7 +184,7 @@ private:
             }
             if constexpr (ManyWaiters)
             {
-                if (word & kLocked) // a timeout is unlinking an entry: wait for the chain
+                if (word & kLocked) // a timeout is unlinking: wait
                 {
                     SpinPause(spins);
                     word = word_.load(std::memory_order_relaxed);
@@ -197,10 +195,10 @@ private:
             else
                 TC_CHECK(word == kUnset, "one waiter at a time on a _s event",
                          "a second waiter suspended on a ManualResetEvent_s");
-            // release: publishes the waiter (and its link); acquire on failure to re-read.
+            // release: publishes the waiter and link; acquire on failure.
             if (word_.compare_exchange_weak(word, self, std::memory_order_acq_rel,
                                             std::memory_order_acquire))
-                return; // the last access: from here on the setter owns the waiter
+                return; // last access: the setter owns the waiter
         }
     }
 
@@ -208,7 +206,7 @@ private:
     {
         if constexpr (ManyWaiters)
         {
-            return UnlinkForTimeout(task); // against a Set's claim of the whole chain
+            return UnlinkForTimeout(task); // against a Set's claim of the chain
         }
         else
         {

@@ -1,7 +1,6 @@
 #pragma once
-// SemaphoreCore: the counting gate under Semaphore (and the waiter queue of Channel's SplitGate)
-// -- a count, a FIFO of waiters and its lock in one word, and a Close that releases every waiter
-// empty-handed.
+// SemaphoreCore: the counting gate under Semaphore and Channel's SplitGate: count, waiter FIFO
+// and lock in one word, and a Close that releases every waiter empty-handed.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -24,16 +23,16 @@ enum class AcquireResult : std::uint32_t
     TimedOut = 3,
 };
 
-// One word: permit count (bits 2-63), waiters-present flag (bit 0), list lock (bit 1); the FIFO
-// of WaitNodes lives in the waiters' frames (tests/model/semaphore_word.pml checks the word).
-/// - Nothing touches the object after the RMW that makes a permit available: its taker may
-///   destroy it at once if no other call can start.
+// Word: count (bits 2-63), waiters flag (bit 0), list lock (bit 1); WaitNodes live in the
+// waiters' frames (tests/model/semaphore_word.pml).
+/// - Nothing touches the object after the RMW making a permit available: its taker may destroy
+///   it at once if no other call can start.
 /// - FIFO among waiters; a newcomer's TryAcquire may take a permit first.
-/// - At most kMaxPermits permits; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
+/// - At most kMaxPermits; Release(n) takes 0 <= n <= kMaxPermits (checked mode names both).
 class TC_API SemaphoreCore
 {
 public:
-    // The most permits the word holds at once.
+    // The most permits held at once.
     static constexpr std::int64_t kMaxPermits = (std::int64_t{1} << 61) - 1;
 
     explicit SemaphoreCore(std::int64_t initial) noexcept
@@ -53,17 +52,17 @@ public:
 
     bool TryAcquire() noexcept
     {
-        std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
+        std::uint64_t state = state_.load(std::memory_order_relaxed);
         while (state >= kPermit)
-            // acquire: what the releaser wrote before its Release is visible to us.
+            // acquire: the releaser's writes.
             if (state_.compare_exchange_weak(state, state - kPermit, std::memory_order_acquire,
                                              std::memory_order_relaxed))
                 return true;
         return false;
     }
 
-    // Acquired if a permit is there; Closed if closed and none left (looked at again once
-    // closed, so a permit released before Close is never stranded); else Pending.
+    // Acquired; Closed if closed and none left (looked at again after the close, so no permit
+    // released before Close is stranded); else Pending.
     AcquireResult TryAcquireOrClosed() noexcept
     {
         if (TryAcquire())
@@ -73,7 +72,7 @@ public:
         return TryAcquire() ? AcquireResult::Acquired : AcquireResult::Closed;
     }
 
-    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
+    // Acquired, or Closed once closed and empty. Suspends meanwhile.
     AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
     // As Acquire, or TimedOut after `timeout`.
     AcquireResult Acquire(Duration timeout);
@@ -83,7 +82,7 @@ public:
         TC_CHECK(n >= 0 && n <= kMaxPermits, "a semaphore's count stays in range",
                  "Release(n) with n < 0 or n > kMaxPermits");
         const std::uint64_t add = static_cast<std::uint64_t>(n) << kCountShift;
-        std::uint64_t state = state_.load(std::memory_order_relaxed); // the CAS decides
+        std::uint64_t state = state_.load(std::memory_order_relaxed);
         for (;;)
         {
             if (state & kWaiters)
@@ -92,16 +91,14 @@ public:
                 return;
             }
             CheckRoomFor(state, n);
-            // release: our caller's writes reach the permit's taker. The last access: the taker
-            // may destroy the object from here on.
+            // release: our writes to the taker. Last access: the taker may destroy it.
             if (state_.compare_exchange_weak(state, state + add, std::memory_order_release,
                                              std::memory_order_relaxed))
                 return;
         }
     }
 
-    // From now on Acquire returns Closed when no permit is left; waiters suspended now are
-    // resumed with Closed. Idempotent.
+    // From now on Acquire returns Closed when empty; suspended waiters resume Closed. Idempotent.
     void Close() noexcept;
     bool IsClosed() const noexcept { return closed_.load(); }
     std::int64_t Available() const noexcept
@@ -115,7 +112,7 @@ public:
         explicit Node(SemaphoreCore& owner) noexcept : owner_(&owner) {}
         void OnSuspended(SuspendedTask handle) noexcept override;
         bool OnTimeout(SuspendedTask handle) noexcept override;
-        // The counting core a Semaphore or a Channel waits on.
+        // The core a Semaphore or Channel waits on.
         WaitTarget WaitedOn() const noexcept override
         {
             return {owner_, &typeid(SemaphoreCore), nullptr};
@@ -172,7 +169,7 @@ public:
         }
         AcquireResult await_resume() noexcept
         {
-            // Settle the timer on every path: a handed-over permit leaves the deadline armed.
+            // Settle the timer always: a handed-over permit leaves it armed.
             const bool resumed = inner_.await_resume();
             if (node_.status == 0 && !resumed)
                 return AcquireResult::TimedOut;
@@ -188,15 +185,14 @@ public:
 private:
     friend class Node;
 
-    // The non-suspending part of an acquire; sets node.status when it decides.
+    // An acquire's non-suspending part; sets node.status when it decides.
     bool Ready(WaitNode& node) noexcept
     {
         node.status = static_cast<std::uint32_t>(TryAcquireOrClosed());
         return node.status != 0;
     }
 
-    // The word: bit 0 the list holds a waiter (changed only under the lock), bit 1 the list's
-    // lock, bits 2-63 the count.
+    // Bit 0: the list holds a waiter (under the lock); bit 1: the lock; bits 2-63: the count.
     static constexpr std::uint64_t kWaiters = 1;
     static constexpr std::uint64_t kQueueLock = 2;
     static constexpr unsigned kCountShift = 2;
@@ -205,7 +201,7 @@ private:
     {
         return static_cast<std::int64_t>(state >> kCountShift);
     }
-    // Range check of both ways a Release adds n (0 <= n <= kMaxPermits) permits.
+    // Range check of a Release's n (0 <= n <= kMaxPermits).
     static void CheckRoomFor([[maybe_unused]] std::uint64_t state,
                              [[maybe_unused]] std::int64_t n) noexcept
     {
@@ -213,13 +209,12 @@ private:
                  "Release would raise the count above kMaxPermits");
     }
 
-    // Release's way when a waiter is queued: hands the permits out under the lock.
+    // Release with a waiter queued: hands permits out under the lock.
     void ReleaseToWaiters(std::int64_t n) noexcept;
-    // Takes the list's lock; returns the word as the taking CAS left it (the lock bit set).
-    // With addIfNoWaiters (shifted permits), a word without waiters gets that added instead and
-    // it returns 0.
+    // Takes the list's lock; returns the word as left (lock bit set). With addIfNoWaiters, a
+    // word without waiters gets that added instead, returning 0.
     std::uint64_t LockQueue(std::uint64_t addIfNoWaiters = 0) noexcept;
-    // Releases the list's lock, clearing the waiter flag if the list is empty now.
+    // Releases the lock, clearing the waiter flag if the list is empty.
     void UnlockQueue() noexcept;
 
     std::atomic<std::uint64_t> state_;

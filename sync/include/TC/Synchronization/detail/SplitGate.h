@@ -1,6 +1,6 @@
 #pragma once
-// SplitGate: a counting gate with a releasing side and an acquiring side (a channel's senders and
-// receivers), each counting on its own cache line; a waiter queue only when someone waits.
+// SplitGate: a counting gate whose releasing and acquiring sides (a channel's senders and
+// receivers) count on separate cache lines; a waiter queue only when someone waits.
 
 #include <TC/Checked.h>
 #include <TC/Duration.h>
@@ -13,17 +13,16 @@
 
 namespace TC::Synchronization::detail
 {
-// Two monotonic counters: released_ (releasers) and taken_ (acquirers); the permits available are
-// their difference. A release that finds waiters counted parks permits in waiting_.queue (FIFO).
+// available = released_ - taken_; a release that finds waiters counted parks permits in a FIFO.
 /// - seq_cst write-then-read on both sides: a waiter finds the permit or the release the waiter.
-/// - A parked permit stays taken, never lost; TryAcquire takes a parked one when the counters are
-///   empty (checked by tests/model/split_gate.pml). A newcomer may pass queued waiters.
+/// - A parked permit is never lost; TryAcquire takes one when the counters are empty
+///   (tests/model/split_gate.pml). A newcomer may pass queued waiters.
 /// - Close: waiters resume Closed; permits released before or after stay acquirable.
-/// - Destroy it only when no call on it runs. Design: guides/design-notes.md.
+/// - Destroy it only when no call on it runs.
 class TC_API SplitGate
 {
 public:
-    // `spinBatch` (at least 1): permits a spinning thread waits for before taking one.
+    // `spinBatch` (>= 1): permits a spinning thread waits for before taking one.
     explicit SplitGate(std::int64_t initial = 0, std::uint64_t spinBatch = 1) noexcept
     {
         TC_CHECK(initial >= 0, "a gate's count stays in range",
@@ -36,11 +35,10 @@ public:
     SplitGate(const SplitGate&) = delete;
     SplitGate& operator=(const SplitGate&) = delete;
 
-    // Takes a permit without waiting: from the counters, else a parked one.
+    // Takes a permit without waiting: counted, else parked.
     bool TryAcquire() noexcept { return TryTakeCounted() || TryTakeParked(); }
 
-    // Acquired if a permit is there; Closed if closed and none left (looked at again once the
-    // close is seen); else Pending.
+    // Acquired; Closed if closed and none left (looked at again after the close); else Pending.
     AcquireResult TryAcquireOrClosed() noexcept
     {
         if (TryAcquire())
@@ -50,29 +48,27 @@ public:
         return TryAcquire() ? AcquireResult::Acquired : AcquireResult::Closed;
     }
 
-    // Acquired, or Closed once closed and no permit is left. Suspends meanwhile.
+    // Acquired, or Closed once closed and empty. Suspends meanwhile.
     AcquireResult Acquire() { return Acquire(Duration::Infinite()); }
-    // As Acquire, or TimedOut after `timeout`. Zero or negative: a look, never a wait (with or
-    // without timers).
+    // As Acquire, or TimedOut. Zero or negative: a look, never a wait.
     AcquireResult Acquire(Duration timeout);
 
-    // Adds n permits (n >= 0); hands them to waiters if any are counted.
+    // Adds n >= 0 permits; hands them to counted waiters.
     void Release(std::int64_t n = 1) noexcept
     {
         TC_CHECK(n >= 0, "a gate's count stays in range", "SplitGate::Release(n) with n < 0");
-        // seq_cst, then seq_cst load: the release's half of the waiting handshake (above). The
-        // add also releases what the caller wrote before it to whoever takes the permit.
+        // seq_cst add then load: the release's half of the handshake; releases our writes.
         released_.value.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_seq_cst);
         const std::uint64_t waiters = waiting_.value.load(std::memory_order_seq_cst);
         if (waiters != 0) [[unlikely]]
             Grant(n, waiters);
     }
 
-    // Waiters resume with Closed; acquires that find no permit return Closed. Idempotent.
+    // Waiters resume Closed; acquires finding no permit return Closed. Idempotent.
     void Close() noexcept { waiting_.queue.Close(); }
     bool IsClosed() const noexcept { return waiting_.queue.IsClosed(); }
 
-    // A snapshot of the permits available (counted and parked); exact when nothing runs.
+    // Snapshot of available permits (counted and parked); exact when idle.
     std::int64_t Available() const noexcept
     {
         const std::uint64_t taken = taken_.value.load(std::memory_order_acquire);
@@ -91,7 +87,7 @@ public:
         }
         AcquireAwaiter(const AcquireAwaiter&) = delete;
         AcquireAwaiter& operator=(const AcquireAwaiter&) = delete;
-        // Stops counting a waiter whose await never resumed (a frame destroyed while suspended).
+        // Stops counting a waiter whose frame was destroyed while suspended.
         ~AcquireAwaiter()
         {
             if (counted_)
@@ -117,14 +113,14 @@ public:
         {
             if (counted_)
             {
-                owner_.StopWaiting(); // at once: a release that counted us would park a permit
+                owner_.StopWaiting(); // at once: a release counting us would park a permit
                 counted_ = false;
             }
             if (acquired_)
                 return AcquireResult::Acquired;
             const AcquireResult result = inner_.await_resume();
             if (result == AcquireResult::Closed && owner_.TryAcquire())
-                return AcquireResult::Acquired; // released concurrently with the Close
+                return AcquireResult::Acquired; // released concurrently with Close
             return result;
         }
 
@@ -136,7 +132,7 @@ public:
     };
 
 private:
-    // Takes one permit from the counters: false if none was there at a fresh look.
+    // Takes one counted permit; false if none at a fresh look.
     bool TryTakeCounted() noexcept
     {
         std::uint64_t taken = taken_.value.load(std::memory_order_relaxed); // the CAS decides
@@ -145,13 +141,12 @@ private:
         {
             if (taken >= seen)
             {
-                // seq_cst: the acquirer's half of the waiting handshake; acquire pairs with
-                // the releases that raised it. Others take from this look through `seen`
-                // (release/acquire, so they see what those releases published too).
+                // seq_cst: the acquirer's half of the handshake. Others reuse this look
+                // through `seen` (release/acquire).
                 seen = released_.value.load(std::memory_order_seq_cst);
                 if (taken >= seen)
                     return false;
-                taken_.seen.store(seen, std::memory_order_release); // an older value is safe too
+                taken_.seen.store(seen, std::memory_order_release); // older is safe too
             }
             if (taken_.value.compare_exchange_weak(taken, taken + 1, std::memory_order_acq_rel,
                                                    std::memory_order_relaxed))
@@ -160,35 +155,35 @@ private:
     }
 
     static constexpr unsigned kSpinRounds = 5;
-    // About how long SpinForPermit's rounds last: no spin for a shorter timeout.
+    // About how long SpinForPermit's rounds last: no spin below it.
     static constexpr std::int64_t kSpinNanoseconds = 2500;
     // Waits for spinBatch permits while the spin lasts (design notes).
     bool SpinForPermit() noexcept;
-    // At least `spinBatch` permits in the counters, at a fresh look (taken_ loaded first).
+    // At least `spinBatch` counted permits at a fresh look (taken_ first).
     bool BatchAvailable() const noexcept
     {
         const std::uint64_t taken = taken_.value.load(std::memory_order_relaxed);
         return released_.value.load(std::memory_order_relaxed) - taken >= taken_.spinBatch;
     }
 
-    // Takes a parked permit as a non-waiter; while waiters are counted, parks one from the
-    // counters in its place (tests/model/split_gate.pml, BROKEN_NO_REGRANT).
+    // Takes a parked permit; with waiters counted, parks a counted one in its place
+    // (tests/model/split_gate.pml, BROKEN_NO_REGRANT).
     bool TryTakeParked() noexcept
     {
         if (!waiting_.queue.TryAcquire())
             return false;
-        // seq_cst: ordered after the take, so a waiter the parking release saw is seen too.
+        // seq_cst: after the take, so a waiter the parking release saw is seen.
         const std::uint64_t waiters = waiting_.value.load(std::memory_order_seq_cst);
         if (waiters != 0) [[unlikely]]
             Grant(1, waiters);
         return true;
     }
 
-    // seq_cst: the waiter's half of the waiting handshake (its look at released_ follows).
+    // seq_cst: the waiter's half of the handshake.
     void StartWaiting() noexcept { waiting_.value.fetch_add(1, std::memory_order_seq_cst); }
     void StopWaiting() noexcept { waiting_.value.fetch_sub(1, std::memory_order_relaxed); }
 
-    // A waiter counted in waiting_ from its construction to its end.
+    // Counts a waiter in waiting_ for its lifetime.
     struct WaitingScope
     {
         SplitGate& gate;
@@ -198,8 +193,7 @@ private:
         WaitingScope& operator=(const WaitingScope&) = delete;
     };
 
-    // Release's way when `waiters` are counted: parks up to n permits (no more than `waiters`)
-    // in waiting_.queue, taking each from the counters first.
+    // Release with `waiters` counted: parks up to min(n, waiters) permits, each from the counters.
     void Grant(std::int64_t n, std::uint64_t waiters) noexcept;
 
     struct alignas(64) Released
@@ -209,14 +203,14 @@ private:
     struct alignas(64) Taken
     {
         std::atomic<std::uint64_t> value{0};
-        std::atomic<std::uint64_t> seen{0}; // some acquirer's last look at released_
-        std::uint64_t spinBatch = 1;        // set once, by the constructor
+        std::atomic<std::uint64_t> seen{0}; // an acquirer's last look at released_
+        std::uint64_t spinBatch = 1;        // set by the constructor
     };
-    // Both touched only when someone waits (a release only reads waiting_), so they share a line.
+    // Touched only when someone waits, so they share a line.
     struct alignas(64) Waiting
     {
-        std::atomic<std::uint64_t> value{0}; // acquirers between their count and their return
-        SemaphoreCore queue{0};              // the parked permits and the waiters' FIFO
+        std::atomic<std::uint64_t> value{0}; // acquirers between count and return
+        SemaphoreCore queue{0};              // parked permits and the waiters' FIFO
     };
 
     Released released_;
