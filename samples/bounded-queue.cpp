@@ -33,7 +33,7 @@ void Expect(bool condition, const char* what)
 }
 
 // [guide:bounded-queue-use]
-TC::DetachedTask SumInCoroutine(TC::Scheduler& scheduler, BoundedQueue<int>& queue,
+TC::Strands::DetachedTask SumInCoroutine(TC::Scheduler& scheduler, BoundedQueue<int>& queue,
                                 std::atomic<std::int64_t>& sum, std::atomic<int>& done)
 {
     co_await scheduler.Schedule();
@@ -99,7 +99,7 @@ void Scenario(TC::Testing::Context& ctx)
                     queue.Push(i);
                 queue.Push(-1);
             },
-            [&]() -> TC::Task<void> {
+            [&]() -> TC::Strands::Task<void> {
                 for (int i = 1; i <= kPerProducer; ++i)
                     co_await queue.PushAsync(i);
                 co_await queue.PushAsync(-1);
@@ -111,7 +111,7 @@ void Scenario(TC::Testing::Context& ctx)
                 for (auto item = queue.Pop(); *item >= 0; item = queue.Pop())
                     sum += *item;
             },
-            [&]() -> TC::Task<void> {
+            [&]() -> TC::Strands::Task<void> {
                 for (auto item = co_await queue.PopAsync(); *item >= 0; item = co_await queue.PopAsync())
                     sum += *item;
             });

@@ -36,10 +36,10 @@ void Check(bool ok, const char* what)
 
 // Owned by nobody: it runs for its effects and counts the latch down when it ends. Its
 // parameters are values (pointers to objects that outlive it), never references.
-TC::DetachedTask Server(TC::Strand* strand, Mailbox<Request>* requests, Latch* finished,
+TC::Strands::DetachedTask Server(TC::Strands::Strand* strand, Mailbox<Request>* requests, Latch* finished,
                         int* served)
 {
-    co_await TC::ResumeOn{*strand};
+    co_await TC::Strands::ResumeOn{*strand};
     Check(strand->RunningHere(), "the server starts on its strand");
     for (;;)
     {
@@ -60,7 +60,7 @@ int main()
 {
     constexpr int rounds = 1000;
     TC::Scheduler scheduler(2u); // two workers: the strand runs on either, one task at a time
-    TC::Strand strand(scheduler);
+    TC::Strands::Strand strand(scheduler);
     Mailbox<Request> requests;
     Mailbox<int> replies;
     Latch finished(1);

@@ -28,12 +28,12 @@ void Check(bool ok, const char* what)
 // [guide:task]
 // Lazy: nothing runs until the Task is awaited (or started by its owner). Parameters are values:
 // a reference would dangle once the coroutine suspends.
-TC::Task<int> Length(std::string_view text)
+TC::Strands::Task<int> Length(std::string_view text)
 {
     co_return static_cast<int>(text.size());
 }
 
-TC::Task<int> TotalLength()
+TC::Strands::Task<int> TotalLength()
 {
     const int a = co_await Length("four");  // the child runs here, and returns when done ...
     const int b = co_await Length("three"); // ... and its frame is freed at the end of the line
@@ -42,22 +42,22 @@ TC::Task<int> TotalLength()
 // [/guide:task]
 
 // Runs a root task for its effects and counts `done` down at its end.
-TC::DetachedTask Drive(TC::Task<void> task, Sync::Latch* done)
+TC::Strands::DetachedTask Drive(TC::Strands::Task<void> task, Sync::Latch* done)
 {
     co_await std::move(task);
     done->CountDown();
 }
 
 // [guide:when-all]
-TC::Task<void> AddOnWorker(TC::Scheduler* workers, std::atomic<int>* total, int n)
+TC::Strands::Task<void> AddOnWorker(TC::Scheduler* workers, std::atomic<int>* total, int n)
 {
     co_await workers->Schedule(); // each child continues on a worker: they run in parallel
     *total += n;
 }
 
-TC::Task<void> AddAll(TC::Scheduler* workers, std::atomic<int>* total)
+TC::Strands::Task<void> AddAll(TC::Scheduler* workers, std::atomic<int>* total)
 {
-    co_await TC::WhenAll(AddOnWorker(workers, total, 1), AddOnWorker(workers, total, 2),
+    co_await TC::Strands::WhenAll(AddOnWorker(workers, total, 1), AddOnWorker(workers, total, 2),
                          AddOnWorker(workers, total, 3)); // resumes once all three finished
 }
 // [/guide:when-all]
@@ -65,37 +65,37 @@ TC::Task<void> AddAll(TC::Scheduler* workers, std::atomic<int>* total)
 // [guide:when-any]
 // Waits for an item that never comes: it unwinds when its flow's token is stopped (Pop throws
 // OperationCancelled).
-TC::Task<void> WaitForever(TC::AsyncQueue<int>* queue)
+TC::Strands::Task<void> WaitForever(TC::Strands::AsyncQueue<int>* queue)
 {
     (void)co_await queue->Pop();
 }
 
-TC::Task<void> Quick()
+TC::Strands::Task<void> Quick()
 {
     co_return;
 }
 
-TC::Task<void> Race(TC::Scheduler* workers, TC::AsyncQueue<int>* queue,
+TC::Strands::Task<void> Race(TC::Scheduler* workers, TC::Strands::AsyncQueue<int>* queue,
                     std::optional<std::size_t>* winner)
 {
     co_await workers->Schedule();
     // Quick completes, stops the token WaitForever inherited, and WhenAny resumes us once both
     // children have finished.
-    *winner = co_await TC::WhenAny(WaitForever(queue), Quick());
+    *winner = co_await TC::Strands::WhenAny(WaitForever(queue), Quick());
 }
 // [/guide:when-any]
 
 // [guide:stop-token]
 // A root task observes the token its owner gives it; everything it awaits inherits it.
-TC::Task<bool> UntilStopped(TC::AsyncQueue<int>* queue)
+TC::Strands::Task<bool> UntilStopped(TC::Strands::AsyncQueue<int>* queue)
 {
-    const TC::StopToken token = co_await TC::ThisCoroStopToken(); // never suspends
+    const TC::Strands::StopToken token = co_await TC::Strands::ThisCoroStopToken(); // never suspends
     bool cancelled = false;
     try
     {
         (void)co_await queue->Pop();
     }
-    catch (const TC::OperationCancelled&)
+    catch (const TC::Strands::OperationCancelled&)
     {
         cancelled = true; // unwound through RAII; co_await is not allowed in a handler
     }
@@ -106,16 +106,16 @@ TC::Task<bool> UntilStopped(TC::AsyncQueue<int>* queue)
 // [guide:resume-context]
 // The same wait from three places. A coroutine that awaits any primitive continues on the
 // executor that was current when it suspended -- whoever sets the event, from whatever thread.
-TC::DetachedTask OnStrand(TC::Strand* strand, Sync::AutoResetEvent_s* event, bool* here,
+TC::Strands::DetachedTask OnStrand(TC::Strands::Strand* strand, Sync::AutoResetEvent_s* event, bool* here,
                           Sync::Latch* done)
 {
-    co_await TC::ResumeOn{*strand};
+    co_await TC::Strands::ResumeOn{*strand};
     co_await *event;               // set by a plain thread ...
     *here = strand->RunningHere(); // ... and still back on the strand
     done->CountDown();
 }
 
-TC::DetachedTask OnScheduler(TC::Scheduler* scheduler, Sync::AutoResetEvent_s* event, bool* here,
+TC::Strands::DetachedTask OnScheduler(TC::Scheduler* scheduler, Sync::AutoResetEvent_s* event, bool* here,
                              Sync::Latch* done)
 {
     co_await scheduler->Schedule();
@@ -124,7 +124,7 @@ TC::DetachedTask OnScheduler(TC::Scheduler* scheduler, Sync::AutoResetEvent_s* e
     done->CountDown();
 }
 
-TC::DetachedTask Nowhere(Sync::AutoResetEvent_s* event, std::thread::id* ranOn)
+TC::Strands::DetachedTask Nowhere(Sync::AutoResetEvent_s* event, std::thread::id* ranOn)
 {
     co_await *event; // no executor was current: it continues inline on the setting thread
     *ranOn = std::this_thread::get_id();
@@ -137,7 +137,7 @@ int main()
     TC::Scheduler workers(2u);
 
     // [guide:sync-run]
-    const int total = TC::SyncRun(TotalLength()); // drives a task that never parks
+    const int total = TC::Strands::SyncRun(TotalLength()); // drives a task that never parks
     // [/guide:sync-run]
     Check(total == 9, "Task<int> chain driven by SyncRun");
 
@@ -150,7 +150,7 @@ int main()
     }
 
     {
-        TC::AsyncQueue<int> queue(workers);
+        TC::Strands::AsyncQueue<int> queue(workers);
         std::optional<std::size_t> winner;
         Sync::Latch done(1);
         Drive(Race(&workers, &queue, &winner), &done);
@@ -162,11 +162,11 @@ int main()
     {
         // [guide:stop-source]
         TC::Scheduler host(0u); // no workers: this thread pumps it
-        TC::AsyncQueue<int> queue(host);
-        TC::StopSource source;
-        TC::Task<bool> task = UntilStopped(&queue);
+        TC::Strands::AsyncQueue<int> queue(host);
+        TC::Strands::StopSource source;
+        TC::Strands::Task<bool> task = UntilStopped(&queue);
         task.SetStopToken(source.get_token()); // before it starts; an awaited task inherits
-        const bool cancelled = TC::SyncRunWith(
+        const bool cancelled = TC::Strands::SyncRunWith(
             std::move(task),
             [&]
             {
@@ -178,7 +178,7 @@ int main()
     }
 
     {
-        TC::Strand strand(workers);
+        TC::Strands::Strand strand(workers);
         Sync::AutoResetEvent_s event;
         bool here = false;
         Sync::Latch done(1);

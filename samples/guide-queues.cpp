@@ -130,10 +130,10 @@ private:
 // [guide:async-queue]
 // One coroutine consumes; any thread pushes. Pop yields std::nullopt once the queue is closed
 // and drained; the consumer always continues where it parked (here: on its strand).
-TC::DetachedTask Consume(TC::AsyncQueue<int>* queue, TC::Strand* strand, long* sum,
+TC::Strands::DetachedTask Consume(TC::Strands::AsyncQueue<int>* queue, TC::Strands::Strand* strand, long* sum,
                          std::atomic<bool>* onStrand, Sync::Latch* done)
 {
-    co_await TC::ResumeOn{*strand};
+    co_await TC::Strands::ResumeOn{*strand};
     while (std::optional<int> item = co_await queue->Pop())
     {
         *sum += *item;
@@ -246,8 +246,8 @@ int main()
     }
 
     {
-        TC::Strand strand(scheduler);
-        TC::AsyncQueue<int> queue(scheduler);
+        TC::Strands::Strand strand(scheduler);
+        TC::Strands::AsyncQueue<int> queue(scheduler);
         long sum = 0;
         std::atomic<bool> onStrand{true};
         Sync::Latch done(1);

@@ -28,7 +28,7 @@ void Check(bool ok, const char* what)
 #define TC_PRINT_SIZE(type) std::printf("  %-40s %4zu bytes\n", #type, sizeof(type))
 
 // Waits on the gate with nothing but its frame: no stack, no allocation beyond the frame.
-TC::DetachedTask Waiter(Sync::ManualResetEvent* gate, std::atomic<int>* passed)
+TC::Strands::DetachedTask Waiter(Sync::ManualResetEvent* gate, std::atomic<int>* passed)
 {
     co_await *gate;
     ++*passed;
@@ -58,9 +58,9 @@ int main()
     TC_PRINT_SIZE(Sync::ConditionVariable);
     TC_PRINT_SIZE(Sync::Mailbox<int>);
     TC_PRINT_SIZE(Sync::Channel<int>);
-    TC_PRINT_SIZE(TC::Task<int>);
-    TC_PRINT_SIZE(TC::Strand);
-    TC_PRINT_SIZE(TC::AsyncQueue<int>);
+    TC_PRINT_SIZE(TC::Strands::Task<int>);
+    TC_PRINT_SIZE(TC::Strands::Strand);
+    TC_PRINT_SIZE(TC::Strands::AsyncQueue<int>);
     // [/guide:sizes]
     Check(sizeof(TC::SuspendedTask) == sizeof(void*), "a SuspendedTask is one pointer");
     Check(sizeof(Sync::ManualResetEvent_s) <= 2 * sizeof(void*),

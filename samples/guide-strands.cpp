@@ -36,7 +36,7 @@ struct OnThread
     bool await_ready() const noexcept { return false; }
     void await_suspend(std::coroutine_handle<> awaiting)
     {
-        TC::ResumeTarget target = TC::ResumeTarget::CurrentOr(fallback);
+        TC::Strands::ResumeTarget target = TC::Strands::ResumeTarget::CurrentOr(fallback);
         thread = std::thread(
             [fn = work, target, awaiting]
             {
@@ -47,9 +47,9 @@ struct OnThread
     void await_resume() { thread.join(); } // the thread's last step was the Submit
 };
 
-TC::DetachedTask Handler(TC::Strand* strand, bool* backHere, TC::Synchronization::Latch* done)
+TC::Strands::DetachedTask Handler(TC::Strands::Strand* strand, bool* backHere, TC::Synchronization::Latch* done)
 {
-    co_await TC::ResumeOn{*strand};
+    co_await TC::Strands::ResumeOn{*strand};
     co_await OnThread{[] { /* a blocking call */ }, *strand};
     *backHere = strand->RunningHere();
     done->CountDown();
@@ -65,7 +65,7 @@ int main()
         // [guide:strand]
         // Four threads post 10 000 increments each to one strand over a two-worker scheduler:
         // the counter needs no lock, because the strand runs one task at a time.
-        TC::Strand strand(scheduler);
+        TC::Strands::Strand strand(scheduler);
         long counter = 0; // touched only from the strand
         std::vector<std::thread> posters;
         for (int t = 0; t < 4; ++t)
@@ -87,13 +87,13 @@ int main()
         // One strand per key, made when work arrives and retired when its queue runs dry. The
         // hook runs around every task, told the key and whether it is a call or a resumption.
         std::atomic<int> calls{0}, resumptions{0};
-        TC::KeyedStrandsOptions<int> options;
-        options.aroundTask = [&](const int& /*key*/, TC::RunTask& task)
+        TC::Strands::KeyedStrandsOptions<int> options;
+        options.aroundTask = [&](const int& /*key*/, TC::Strands::RunTask& task)
         {
-            ++(task.Kind() == TC::TaskKind::Call ? calls : resumptions);
+            ++(task.Kind() == TC::Strands::TaskKind::Call ? calls : resumptions);
             task(); // exactly once
         };
-        TC::KeyedStrands<int> byUser(scheduler, options);
+        TC::Strands::KeyedStrands<int> byUser(scheduler, options);
         std::vector<long> perKey(4, 0); // element k touched only from key k's strand
         for (int i = 0; i < 4000; ++i)
             byUser.Post(i % 4, [&perKey, key = i % 4] { ++perKey[key]; });
@@ -109,7 +109,7 @@ int main()
         // [guide:teardown]
         // Seal closes the offer door (TryPost refuses and leaves the work with the caller);
         // Post is still admitted, as every coroutine coming back is. Drain, then Close.
-        TC::Strand strand(scheduler);
+        TC::Strands::Strand strand(scheduler);
         std::atomic<int> ran{0}, refused{0};
         auto work = [&ran] { ++ran; };
         strand.Post(work);
@@ -125,7 +125,7 @@ int main()
     }
 
     {
-        TC::Strand strand(scheduler);
+        TC::Strands::Strand strand(scheduler);
         bool backHere = false;
         TC::Synchronization::Latch done(1);
         Handler(&strand, &backHere, &done);

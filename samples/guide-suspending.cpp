@@ -75,7 +75,7 @@ static_assert(sizeof(TC::SuspendedTask) == sizeof(void*));
 // [guide:coroutine]
 // A coroutine waits through SuspendTaskAsync: OnSuspended runs inside await_suspend, and the
 // coroutine continues on the executor that was current when it suspended.
-TC::DetachedTask RingFromCoroutine(TC::Scheduler* scheduler, Doorbell* bell,
+TC::Strands::DetachedTask RingFromCoroutine(TC::Scheduler* scheduler, Doorbell* bell,
                                    std::atomic<bool>* backOnScheduler,
                                    TC::Synchronization::Latch* done)
 {

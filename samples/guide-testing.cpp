@@ -34,7 +34,7 @@ public:
         return value;
     }
 
-    TC::Task<int> TakeAsync()
+    TC::Strands::Task<int> TakeAsync()
     {
         int value;
         while ((value = value_.exchange(0)) == 0)
@@ -73,7 +73,7 @@ void RequestReply(TC::Testing::Context& ctx)
             for (int request; (request = requests.Take()) > 0;)
                 replies.Put(request * 2);
         },
-        [&]() -> TC::Task<void>
+        [&]() -> TC::Strands::Task<void>
         {
             for (int request; (request = co_await requests.TakeAsync()) > 0;)
                 replies.Put(request * 2);
@@ -89,7 +89,7 @@ void RequestReply(TC::Testing::Context& ctx)
             }
             requests.Put(-1);
         },
-        [&]() -> TC::Task<void>
+        [&]() -> TC::Strands::Task<void>
         {
             for (int i = 1; i <= 10; ++i)
             {

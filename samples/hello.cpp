@@ -7,11 +7,12 @@
 
 #include <cstdio>
 
-namespace Sync = TC::Synchronization;
+using namespace TC::Synchronization; // ManualResetEvent, Mailbox
+using namespace TC::Strands;         // Task, DetachedTask
 
-TC::Task<int> Square(int n) { co_return n * n; } // lazy: runs when awaited
+Task<int> Square(int n) { co_return n * n; } // lazy: runs when awaited
 
-TC::DetachedTask Sum(TC::Scheduler* workers, Sync::ManualResetEvent* go, Sync::Mailbox<int>* out)
+DetachedTask Sum(TC::Scheduler* workers, ManualResetEvent* go, Mailbox<int>* out)
 {
     co_await workers->Schedule();                     // continue on a worker thread
     co_await *go;                                     // park, holding no thread, until go is set
@@ -21,8 +22,8 @@ TC::DetachedTask Sum(TC::Scheduler* workers, Sync::ManualResetEvent* go, Sync::M
 int main()
 {
     TC::Scheduler workers(2u); // two worker threads
-    Sync::ManualResetEvent go; // a gate: Set lets every waiter through
-    Sync::Mailbox<int> result; // one value for one taker
+    ManualResetEvent go;       // a gate: Set lets every waiter through
+    Mailbox<int> result;       // one value for one taker
     int seen = 0;
     TC::JoinHandle task = workers.Start([&] { go.Wait(); seen = 1; }); // a task blocks in Wait
     Sum(&workers, &go, &result); // a coroutine: runs up to its first co_await

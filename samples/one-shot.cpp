@@ -43,7 +43,7 @@ bool Is(const T* got, const T& expected)
 }
 
 // [guide:one-shot-use]
-TC::DetachedTask ReadInCoroutine(TC::Scheduler& scheduler, OneShot<std::string>& answer,
+TC::Strands::DetachedTask ReadInCoroutine(TC::Scheduler& scheduler, OneShot<std::string>& answer,
                                  std::atomic<int>& right)
 {
     co_await scheduler.Schedule();
@@ -100,16 +100,16 @@ void Scenario(TC::Testing::Context& ctx)
     for (int i = 0; i < 3; ++i)
         ctx.Spawn(
             "reader", [&] { ctx.Check(Is(shot.Get(), 7), "the value"); },
-            [&]() -> TC::Task<void> { ctx.Check(Is(co_await shot.GetAsync(), 7), "the value"); });
+            [&]() -> TC::Strands::Task<void> { ctx.Check(Is(co_await shot.GetAsync(), 7), "the value"); });
     ctx.Spawn(
         "setter", [&] { ctx.Check(shot.Set(7), "the first Set wins"); },
-        [&]() -> TC::Task<void> {
+        [&]() -> TC::Strands::Task<void> {
             ctx.Check(shot.Set(7), "the first Set wins");
             co_return;
         });
 }
 
-TC::DetachedTask ReadAllInCoroutine(TC::Scheduler& scheduler,
+TC::Strands::DetachedTask ReadAllInCoroutine(TC::Scheduler& scheduler,
                                     std::vector<std::unique_ptr<OneShot<int>>>& shots,
                                     std::atomic<int>& done)
 {

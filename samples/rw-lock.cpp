@@ -56,7 +56,7 @@ void Read(Guarded& g)
     g.lock.UnlockShared();
 }
 
-TC::Task<void> WriteAsync(Guarded& g)
+TC::Strands::Task<void> WriteAsync(Guarded& g)
 {
     co_await g.lock.LockAsync();
     ++g.a;
@@ -64,7 +64,7 @@ TC::Task<void> WriteAsync(Guarded& g)
     g.lock.Unlock();
 }
 
-TC::Task<void> ReadAsync(Guarded& g)
+TC::Strands::Task<void> ReadAsync(Guarded& g)
 {
     co_await g.lock.LockSharedAsync();
     Expect(g.a == g.b, "a reader sees both counters moved together");
@@ -72,7 +72,7 @@ TC::Task<void> ReadAsync(Guarded& g)
 }
 // [/guide:rw-lock-use]
 
-TC::DetachedTask WriteAndReadInCoroutine(TC::Scheduler& scheduler, Guarded& g, int rounds,
+TC::Strands::DetachedTask WriteAndReadInCoroutine(TC::Scheduler& scheduler, Guarded& g, int rounds,
                                          std::atomic<int>& done)
 {
     co_await scheduler.Schedule();
@@ -143,10 +143,10 @@ void Scenario(TC::Testing::Context& ctx)
     {
         ctx.Spawn(
             "writer", [&] { for (int n = 0; n < 5; ++n) Write(g); },
-            [&]() -> TC::Task<void> { for (int n = 0; n < 5; ++n) co_await WriteAsync(g); });
+            [&]() -> TC::Strands::Task<void> { for (int n = 0; n < 5; ++n) co_await WriteAsync(g); });
         ctx.Spawn(
             "reader", [&] { for (int n = 0; n < 5; ++n) Read(g); },
-            [&]() -> TC::Task<void> { for (int n = 0; n < 5; ++n) co_await ReadAsync(g); });
+            [&]() -> TC::Strands::Task<void> { for (int n = 0; n < 5; ++n) co_await ReadAsync(g); });
     }
     ctx.AtEnd([&] { ctx.Check(g.a == 10 && g.b == 10, "every write counted once"); });
 }

@@ -47,7 +47,7 @@ public:
         return std::move(*item);
     }
 
-    TC::Task<bool> PushAsync(T value, TC::Duration timeout = TC::Duration::Infinite())
+    TC::Strands::Task<bool> PushAsync(T value, TC::Duration timeout = TC::Duration::Infinite())
     {
         if (!co_await TC::WaitForResultAsync(notFull_, [&]() noexcept { return TryPush(value); },
                                              timeout))
@@ -56,7 +56,7 @@ public:
         co_return true;
     }
 
-    TC::Task<std::optional<T>> PopAsync(TC::Duration timeout = TC::Duration::Infinite())
+    TC::Strands::Task<std::optional<T>> PopAsync(TC::Duration timeout = TC::Duration::Infinite())
     {
         auto item = co_await TC::WaitForResultAsync(
             notEmpty_, [this]() noexcept { return TryPop(); }, timeout);

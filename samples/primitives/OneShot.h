@@ -48,7 +48,7 @@ public:
         return got ? *got : nullptr;
     }
 
-    TC::Task<const T*> GetAsync(TC::Duration timeout = TC::Duration::Infinite())
+    TC::Strands::Task<const T*> GetAsync(TC::Duration timeout = TC::Duration::Infinite())
     {
         auto got = co_await TC::WaitForResultAsync(
             waiters_, [this]() noexcept { return Attempt(); }, timeout);

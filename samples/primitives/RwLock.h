@@ -32,7 +32,7 @@ public:
         return locked;
     }
 
-    TC::Task<bool> LockAsync(TC::Duration timeout = TC::Duration::Infinite())
+    TC::Strands::Task<bool> LockAsync(TC::Duration timeout = TC::Duration::Infinite())
     {
         if (TryLock())
             co_return true;
@@ -67,7 +67,7 @@ public:
             readers_, [this]() noexcept { return TryLockShared(); }, timeout));
     }
 
-    TC::Task<bool> LockSharedAsync(TC::Duration timeout = TC::Duration::Infinite())
+    TC::Strands::Task<bool> LockSharedAsync(TC::Duration timeout = TC::Duration::Infinite())
     {
         co_return static_cast<bool>(co_await TC::WaitForResultAsync(
             readers_, [this]() noexcept { return TryLockShared(); }, timeout));

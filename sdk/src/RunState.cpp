@@ -107,7 +107,7 @@ Rng& StressRng(std::uint64_t seed) noexcept
 }
 } // namespace
 
-DetachedTask DriveCoroutine(RunState& run, Scheduler& scheduler, Participant& participant)
+Strands::DetachedTask DriveCoroutine(RunState& run, Scheduler& scheduler, Participant& participant)
 {
     co_await scheduler.Schedule();
     try

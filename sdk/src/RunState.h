@@ -153,7 +153,7 @@ private:
                                          const SuspendedTaskEntry& inner) noexcept;
     void ReportStuckWaiters();
 
-    friend DetachedTask DriveCoroutine(RunState& run, Scheduler& scheduler,
+    friend Strands::DetachedTask DriveCoroutine(RunState& run, Scheduler& scheduler,
                                        Participant& participant);
 
     const std::uint64_t seed_;

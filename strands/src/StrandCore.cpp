@@ -191,7 +191,7 @@ std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept
     return {};
 }
 
-StrandCore::StrandCore(IExecutor& base, StrandOptions options)
+StrandCore::StrandCore(IExecutor& base, Strands::StrandOptions options)
     : base_(base), options_(std::move(options)), queue_(options_.initialCapacity)
 {
     if (options_.batch == 0)
@@ -269,7 +269,7 @@ EnqueueResult StrandCore::PushLocked(PendingEntry& pending, Admission admission,
                 // refusal, except that the frame is gone.
                 pumpDroppedInline_ = false;
                 pump_ = nullptr;
-                throw std::runtime_error("TC::Strand: the base executor dropped the strand's "
+                throw std::runtime_error("TC::Strands::Strand: the base executor dropped the strand's "
                                          "pump instead of running it (a closed Strand as base?)");
             }
         }
@@ -384,7 +384,7 @@ bool StrandCore::Idle() const
 void StrandCore::WaitIdle()
 {
     if (RunningHere())
-        throw std::logic_error("TC::Strand::WaitIdle: called from the strand's own task");
+        throw std::logic_error("TC::Strands::Strand::WaitIdle: called from the strand's own task");
     std::unique_lock<StrandLock> lock(mutex_);
     waiters_.WaitUntil(lock, [this]
                        { return phase_ != PumpPhase::Running && (queue_.Empty() || closed_); });
@@ -465,14 +465,14 @@ std::size_t StrandCore::TakeChunk(StrandEntry* into, std::size_t most)
 
 void StrandCore::RunEntry(StrandEntry& entry)
 {
-    RunTask task(entry);
+    Strands::RunTask task(entry);
     if (hooked_) [[unlikely]]
         InvokeHook(task);
     else
         task();
 }
 
-void StrandCore::InvokeHook(RunTask& task)
+void StrandCore::InvokeHook(Strands::RunTask& task)
 {
     options_.aroundTask(task);
 }
@@ -640,7 +640,7 @@ void StrandCore::PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept
 }
 } // namespace TC::detail
 
-namespace TC
+namespace TC::Strands
 {
 Strand::Strand(IExecutor& base, StrandOptions options)
     : core_(std::make_shared<detail::StrandCore>(base, std::move(options)))
@@ -651,4 +651,4 @@ Strand::~Strand()
 {
     core_->Close();
 }
-} // namespace TC
+} // namespace TC::Strands

@@ -57,9 +57,9 @@ void BM_StrandPost(benchmark::State& state)
 {
     const auto strandCount = static_cast<std::size_t>(state.range(0));
     TC::Scheduler scheduler(2u);
-    std::vector<std::unique_ptr<TC::Strand>> strands;
+    std::vector<std::unique_ptr<TC::Strands::Strand>> strands;
     for (std::size_t i = 0; i < strandCount; ++i)
-        strands.push_back(std::make_unique<TC::Strand>(scheduler));
+        strands.push_back(std::make_unique<TC::Strands::Strand>(scheduler));
     PostRoundRobin(state, strandCount,
                    [&](std::size_t i, auto&& call)
                    { strands[i]->Post(std::forward<decltype(call)>(call)); });
@@ -74,7 +74,7 @@ BENCHMARK(BM_StrandPost)->Arg(1)->Arg(64)->UseRealTime();
 void BM_KeyedStrandPost(benchmark::State& state)
 {
     TC::Scheduler scheduler(2u);
-    TC::KeyedStrands<int> strands(scheduler);
+    TC::Strands::KeyedStrands<int> strands(scheduler);
     PostRoundRobin(state, static_cast<std::size_t>(state.range(0)),
                    [&](std::size_t key, auto&& call)
                    { strands.Post(static_cast<int>(key), std::forward<decltype(call)>(call)); });
@@ -166,9 +166,9 @@ void RunRing(benchmark::State& state, PostTo& postTo)
 void BM_ScalingStrandRing_TC(benchmark::State& state)
 {
     TC::Scheduler scheduler(static_cast<unsigned>(state.range(0)));
-    std::vector<std::unique_ptr<TC::Strand>> strands;
+    std::vector<std::unique_ptr<TC::Strands::Strand>> strands;
     for (std::size_t i = 0; i < kRingStrands; ++i)
-        strands.push_back(std::make_unique<TC::Strand>(scheduler));
+        strands.push_back(std::make_unique<TC::Strands::Strand>(scheduler));
     auto postTo = [&strands](std::size_t strand, auto message)
     { strands[strand]->Post(std::move(message)); };
     RunRing(state, postTo);
@@ -193,12 +193,12 @@ void BM_ScalingStrandRing_Asio(benchmark::State& state)
 BENCHMARK(BM_ScalingStrandRing_Asio)->Apply(TCBench::WorkerCounts)->UseRealTime();
 #endif
 
-TC::Task<int> Child(int value)
+TC::Strands::Task<int> Child(int value)
 {
     co_return value + 1;
 }
 
-TC::Task<void> SpawnAndJoin(int children, std::int64_t* sum)
+TC::Strands::Task<void> SpawnAndJoin(int children, std::int64_t* sum)
 {
     for (int i = 0; i < children; ++i)
         *sum += co_await Child(i);
@@ -211,7 +211,7 @@ void BM_CoroutineSpawnJoin(benchmark::State& state)
     const auto children = static_cast<int>(state.range(0));
     std::int64_t sum = 0;
     for (auto _ : state)
-        TC::SyncRun(SpawnAndJoin(children, &sum));
+        TC::Strands::SyncRun(SpawnAndJoin(children, &sum));
     benchmark::DoNotOptimize(sum);
     state.SetItemsProcessed(state.iterations() * children);
 }

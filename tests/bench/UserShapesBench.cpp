@@ -155,7 +155,7 @@ BENCHMARK(BM_SkynetNatural_TC)->Arg(kNaturalLeaves)->UseRealTime()->Unit(benchma
 
 // The same tree in Task<T> coroutines: each node moves itself onto the scheduler (the guide's
 // way to make children run in parallel) and awaits its ten children with WhenAll.
-TC::Task<void> SkynetCoroutine(TC::Scheduler* scheduler, std::int64_t num, std::int64_t size,
+TC::Strands::Task<void> SkynetCoroutine(TC::Scheduler* scheduler, std::int64_t num, std::int64_t size,
                                std::int64_t* out)
 {
     co_await scheduler->Schedule();
@@ -166,19 +166,19 @@ TC::Task<void> SkynetCoroutine(TC::Scheduler* scheduler, std::int64_t num, std::
     }
     const std::int64_t childSize = size / 10;
     std::array<std::int64_t, 10> results{};
-    std::vector<TC::Task<void>> children;
+    std::vector<TC::Strands::Task<void>> children;
     children.reserve(10);
     for (int i = 0; i < 10; ++i)
         children.push_back(SkynetCoroutine(scheduler, num + i * childSize, childSize,
                                            &results[static_cast<std::size_t>(i)]));
-    co_await TC::WhenAll(std::move(children));
+    co_await TC::Strands::WhenAll(std::move(children));
     std::int64_t sum = 0;
     for (std::int64_t result : results)
         sum += result;
     *out = sum;
 }
 
-TC::DetachedTask DriveSkynet(TC::Scheduler* scheduler, std::int64_t leaves, std::int64_t* out,
+TC::Strands::DetachedTask DriveSkynet(TC::Scheduler* scheduler, std::int64_t leaves, std::int64_t* out,
                              Sync::Latch* done)
 {
     co_await SkynetCoroutine(scheduler, 0, leaves, out);

@@ -21,6 +21,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using Faults::Armed;
 using Faults::ForEveryAllocation;
 

@@ -33,6 +33,7 @@ namespace TCFuzz
 namespace
 {
 using namespace TC;
+using namespace TC::Strands;
 using namespace TC::Synchronization;
 using std::chrono::microseconds;
 

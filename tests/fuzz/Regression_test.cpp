@@ -15,6 +15,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 
 namespace
 {

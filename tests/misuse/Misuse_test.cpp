@@ -27,6 +27,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using namespace std::chrono_literals;
 
 namespace

@@ -49,7 +49,7 @@ public:
 
     // Added for the test kit (not in the guide): Take from a coroutine, through the same
     // callback; a resume that finds the mailbox empty loops, as Take does.
-    TC::Task<int> TakeAsync()
+    TC::Strands::Task<int> TakeAsync()
     {
         int value;
         while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
@@ -134,7 +134,7 @@ public:
         return value;
     }
 
-    TC::Task<int> TakeAsync()
+    TC::Strands::Task<int> TakeAsync()
     {
         int value;
         while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
@@ -172,7 +172,7 @@ public:
         return value;
     }
 
-    TC::Task<int> TakeAsync()
+    TC::Strands::Task<int> TakeAsync()
     {
         int value;
         while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)
@@ -204,7 +204,7 @@ public:
             TC::SuspendTask(this);
         return value;
     }
-    TC::Task<int> TakeAsync()
+    TC::Strands::Task<int> TakeAsync()
     {
         int value;
         while ((value = value_.exchange(0, std::memory_order_acq_rel)) == 0)

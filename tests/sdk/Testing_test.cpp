@@ -41,7 +41,7 @@ void RequestReply(Context& ctx, int pairs = 2, int rounds = 10)
         auto& sum = ctx.Make<std::atomic<long>>(0);
         ctx.Spawn(
             "service", [&requests, &replies] { Guide::Serve(requests, replies); },
-            [&requests, &replies]() -> TC::Task<void>
+            [&requests, &replies]() -> TC::Strands::Task<void>
             {
                 for (int request; (request = co_await requests.TakeAsync()) > 0;)
                     replies.Put(request * 2);
@@ -56,7 +56,7 @@ void RequestReply(Context& ctx, int pairs = 2, int rounds = 10)
                 requests.Put(-1);
                 sum = total;
             },
-            [&requests, &replies, &sum, rounds]() -> TC::Task<void>
+            [&requests, &replies, &sum, rounds]() -> TC::Strands::Task<void>
             {
                 long total = 0;
                 for (int i = 1; i <= rounds; ++i)
@@ -87,7 +87,7 @@ void PrepareAndTotal(Context& ctx)
             prepared.CountDown();
         };
         ctx.Spawn("worker", prepare,
-                  [prepare]() -> TC::Task<void>
+                  [prepare]() -> TC::Strands::Task<void>
                   {
                       prepare();
                       co_return;
@@ -109,7 +109,7 @@ void PrepareAndTotal(Context& ctx)
                 prepared.Wait();
                 seen += ctx.Check(total() == 828, "a waiter saw every part") ? 1 : 0;
             },
-            [&ctx, &prepared, &seen, total]() -> TC::Task<void>
+            [&ctx, &prepared, &seen, total]() -> TC::Strands::Task<void>
             {
                 co_await prepared;
                 seen += ctx.Check(total() == 828, "a coroutine waiter saw every part") ? 1 : 0;

@@ -9,13 +9,13 @@
 
 namespace
 {
-TC::Task<int> Doubled(TC::Synchronization::ManualResetEvent& ready, const int& value)
+TC::Strands::Task<int> Doubled(TC::Synchronization::ManualResetEvent& ready, const int& value)
 {
     co_await ready;
     co_return value * 2;
 }
 
-TC::DetachedTask Run(TC::Scheduler& scheduler, TC::Synchronization::ManualResetEvent& ready,
+TC::Strands::DetachedTask Run(TC::Scheduler& scheduler, TC::Synchronization::ManualResetEvent& ready,
                      const int& value, std::atomic<int>& out,
                      TC::Synchronization::ManualResetEvent& done)
 {

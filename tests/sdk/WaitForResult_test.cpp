@@ -44,11 +44,11 @@ struct IntQueue
         }
         notEmpty.ResumeOne();
     }
-    WaitResult<int> Pop(TC::Duration timeout = TC::Duration::Infinite(), const TC::StopToken& stop = {})
+    WaitResult<int> Pop(TC::Duration timeout = TC::Duration::Infinite(), const TC::Strands::StopToken& stop = {})
     {
         return TC::WaitForResult(notEmpty, [this]() noexcept { return TryPop(); }, timeout, stop);
     }
-    auto PopAsync(TC::Duration timeout = TC::Duration::Infinite(), TC::StopToken stop = {})
+    auto PopAsync(TC::Duration timeout = TC::Duration::Infinite(), TC::Strands::StopToken stop = {})
     {
         return TC::WaitForResultAsync(notEmpty, [this]() noexcept { return TryPop(); }, timeout,
                                       std::move(stop));
@@ -67,7 +67,7 @@ bool Eventually(auto done)
     return true;
 }
 
-TC::DetachedTask PopInCoroutine(TC::Scheduler& scheduler, IntQueue& queue, TC::Duration timeout,
+TC::Strands::DetachedTask PopInCoroutine(TC::Scheduler& scheduler, IntQueue& queue, TC::Duration timeout,
                                 std::optional<WaitResult<int>>& out, std::atomic<bool>& done)
 {
     co_await scheduler.Schedule();
@@ -75,7 +75,7 @@ TC::DetachedTask PopInCoroutine(TC::Scheduler& scheduler, IntQueue& queue, TC::D
     done.store(true);
 }
 
-TC::Task<WaitResult<int>> PopTask(IntQueue& queue)
+TC::Strands::Task<WaitResult<int>> PopTask(IntQueue& queue)
 {
     co_return co_await queue.PopAsync(); // no token given: the task's own
 }
@@ -121,7 +121,7 @@ TEST_CASE("WaitForResult gives up after its timeout, or on a stop", "[waitforres
     CHECK_FALSE(late.HasValue());
     CHECK(late.Status() == WaitStatus::TimedOut);
 
-    TC::StopSource source;
+    TC::Strands::StopSource source;
     std::optional<WaitResult<int>> result;
     std::thread consumer([&] { result.emplace(queue.Pop(TC::Duration::Infinite(), source.get_token())); });
     REQUIRE(Eventually([&] { return queue.notEmpty.HasWaiters(); }));
@@ -153,7 +153,7 @@ TEST_CASE("WaitForResultAsync: a coroutine's value, timeout and its task's stop 
 
     // A root task with no executor, given a token: parks on the queue, and the stop resumes it
     // inline, cancelled.
-    TC::StopSource source;
+    TC::Strands::StopSource source;
     auto task = PopTask(queue);
     task.SetStopToken(source.get_token());
     task.GetHandle().resume();

@@ -30,6 +30,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using namespace TC::Synchronization;
 using namespace std::chrono_literals;
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 using TCTest::ManualExecutor;
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 using TCTest::ManualExecutor;
 

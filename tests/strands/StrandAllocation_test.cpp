@@ -125,6 +125,7 @@ void* operator new[](std::size_t size, std::align_val_t alignment, const std::no
 // Every operator delete frees with std::free (support/MallocDeletes.h, included above).
 
 using namespace TC;
+using namespace TC::Strands;
 
 namespace
 {

@@ -18,6 +18,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 using TCTest::ManualExecutor;
 
@@ -395,7 +396,7 @@ TEST_CASE("Posts after Close from inside the strand's own task never run", "[str
     // of a post (Strand::Post's fast path) is open in principle, and must refuse there as the
     // full way does.
     TCTest::ManualExecutor base;
-    TC::Strand strand(base);
+    TC::Strands::Strand strand(base);
     int offered = -1;
     bool laterRan = false;
     strand.Post(
@@ -486,7 +487,7 @@ struct RunsWhenDropped
 
 // Dropped unrun, has another thread post `late` to the strand: a post that arrives while a
 // refused pump drops its queue (the strand's lock is free then).
-auto PostsWhenDropped(TC::Strand* strand, std::atomic<bool>* lateRan)
+auto PostsWhenDropped(TC::Strands::Strand* strand, std::atomic<bool>* lateRan)
 {
     return RunsWhenDropped(
         [strand, lateRan] {
@@ -520,9 +521,9 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
     {
         TCTest::ManualExecutor base;
         std::atomic<bool> lateRan{false};
-        TC::StrandOptions options;
+        TC::Strands::StrandOptions options;
         options.batch = 1;
-        TC::Strand strand(base, options);
+        TC::Strands::Strand strand(base, options);
         int first = 0;
         strand.Post([&first] { ++first; });
         strand.Post(PostsWhenDropped(&strand, &lateRan));
@@ -534,9 +535,9 @@ TEST_CASE("A refused re-submit drops the queue, yet runs what is posted meanwhil
     SECTION("a keyed strand")
     {
         TCTest::ManualExecutor base;
-        TC::KeyedStrandsOptions<int> options;
+        TC::Strands::KeyedStrandsOptions<int> options;
         options.batch = 1;
-        TC::KeyedStrands<int> strands(base, options);
+        TC::Strands::KeyedStrands<int> strands(base, options);
         int ran = 0;
         strands.Post(1, [&ran] { ++ran; });
         strands.Post(1, [&ran] { ++ran; });
@@ -551,7 +552,7 @@ namespace
 {
 // Dropped unrun, offers another call to the strand from its destructor, on the thread that
 // drops it, and records the answer: 1 queued, 0 refused.
-auto OffersHereWhenDropped(TC::Strand* strand, std::atomic<int>* answer)
+auto OffersHereWhenDropped(TC::Strands::Strand* strand, std::atomic<int>* answer)
 {
     return RunsWhenDropped([strand, answer] { *answer = strand->TryPost([] {}) ? 1 : 0; });
 }
@@ -568,9 +569,9 @@ TEST_CASE("An offer from a dropped call's destructor on the dropping thread is r
     TCTest::ManualExecutor base;
     std::atomic<bool> otherThreadRan{false};
     std::atomic<int> answer{-1};
-    TC::StrandOptions options;
+    TC::Strands::StrandOptions options;
     options.batch = 1;
-    TC::Strand strand(base, options);
+    TC::Strands::Strand strand(base, options);
     int first = 0;
     strand.Post([&first] { ++first; });
     strand.Post(PostsWhenDropped(&strand, &otherThreadRan));

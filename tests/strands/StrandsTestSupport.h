@@ -132,7 +132,7 @@ public:
         template <class Promise>
         bool await_suspend(std::coroutine_handle<Promise> awaiting)
         {
-            if constexpr (TC::HasStopToken<Promise>)
+            if constexpr (TC::Strands::HasStopToken<Promise>)
                 token_ = awaiting.promise().Token();
             handle_ = awaiting;
             if (token_.stop_requested())
@@ -149,7 +149,7 @@ public:
         {
             onStop_.reset();
             if (!event_.set_.load() && token_.stop_requested())
-                throw TC::OperationCancelled();
+                throw TC::Strands::OperationCancelled();
         }
 
     private:
@@ -164,9 +164,9 @@ public:
             }
         };
         InlineEvent& event_;
-        TC::StopToken token_;
+        TC::Strands::StopToken token_;
         std::coroutine_handle<> handle_;
-        std::optional<TC::StopCallback<OnStop>> onStop_;
+        std::optional<TC::Strands::StopCallback<OnStop>> onStop_;
     };
 
     Awaiter Wait() { return Awaiter(*this); }

@@ -14,6 +14,7 @@
 #include <utility>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 
 namespace

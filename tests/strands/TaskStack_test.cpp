@@ -23,6 +23,7 @@
 #include <thread>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 
 namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 using TCTest::ManualExecutor;
 

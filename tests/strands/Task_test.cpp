@@ -9,6 +9,7 @@
 #include <string>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 
 namespace

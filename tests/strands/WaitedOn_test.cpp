@@ -13,6 +13,7 @@
 #include <thread>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::ManualExecutor;
 using namespace std::chrono_literals;
 
@@ -50,7 +51,7 @@ TEST_CASE("DumpTasks shows a task in Strand::WaitIdle as waiting on the Strand",
     auto waiter = scheduler.Start([&strand] { strand.WaitIdle(); }, {.name = "strand-waiter"});
     const std::string line = TaskLineWith("strand-waiter", "suspended");
     INFO(line);
-    CHECK(line.find("waits on TC::Strand at 0x") != std::string::npos);
+    CHECK(line.find("waits on TC::Strands::Strand at 0x") != std::string::npos);
     while (base.RunOne())
     {
     }
@@ -66,7 +67,7 @@ TEST_CASE("DumpTasks shows a task in KeyedStrands::WaitIdle as waiting on the Ke
     auto waiter = scheduler.Start([&keyed] { keyed.WaitIdle(); }, {.name = "keyed-waiter"});
     const std::string line = TaskLineWith("keyed-waiter", "suspended");
     INFO(line);
-    CHECK(line.find("waits on TC::KeyedStrands at 0x") != std::string::npos);
+    CHECK(line.find("waits on TC::Strands::KeyedStrands at 0x") != std::string::npos);
     while (base.RunOne())
     {
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 using namespace TC;
+using namespace TC::Strands;
 using TCTest::FrameSentinel;
 using TCTest::InlineEvent;
 

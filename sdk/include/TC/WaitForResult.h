@@ -146,7 +146,7 @@ private:
 template <class Attempt>
 WaitResult<typename detail::AttemptTraits<Attempt>::Value>
 WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::Infinite(),
-              const StopToken& stop = {})
+              const Strands::StopToken& stop = {})
 {
     using Traits = detail::AttemptTraits<Attempt>;
     typename Traits::Slot slot;
@@ -169,13 +169,13 @@ WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::In
 // `stop` given it observes the awaiting Task's token. Resumes on the executor that was current
 // when it suspended. The attempt is stored in the returned Task's frame.
 template <class Attempt>
-Task<WaitResult<typename detail::AttemptTraits<Attempt>::Value>>
+Strands::Task<WaitResult<typename detail::AttemptTraits<Attempt>::Value>>
 WaitForResultAsync(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::Infinite(),
-                   StopToken stop = {})
+                   Strands::StopToken stop = {})
 {
     using Traits = detail::AttemptTraits<Attempt>;
     if (!stop.stop_possible())
-        stop = co_await ThisCoroStopToken();
+        stop = co_await Strands::ThisCoroStopToken();
     typename Traits::Slot slot;
     const detail::Deadline deadline(timeout);
     auto mustWait = [&]() noexcept { return !Traits::TryInto(attempt, slot); };

@@ -38,13 +38,13 @@ private:
     std::atomic<int> count_;
 };
 
-TC::Task<int> Answer(Countdown& sent)
+TC::Strands::Task<int> Answer(Countdown& sent)
 {
     co_await sent;
     co_return 42;
 }
 
-TC::DetachedTask AskOn(TC::Scheduler& scheduler, Countdown& sent, std::atomic<int>& answer,
+TC::Strands::DetachedTask AskOn(TC::Scheduler& scheduler, Countdown& sent, std::atomic<int>& answer,
                        TC::Synchronization::ManualResetEvent& answered)
 {
     co_await scheduler.Schedule();

@@ -24,7 +24,7 @@ class RunState;
 // A blocking participant: a stackful task or a converted thread; waits with SuspendTask or Wait.
 using BlockingBody = std::function<void()>;
 // A coroutine participant: called once; the coroutine it returns runs on the run's scheduler.
-using CoroutineBody = std::function<TC::Task<void>()>;
+using CoroutineBody = std::function<TC::Strands::Task<void>()>;
 
 // Handed to the scenario function, which creates shared objects (Make), spawns participants and
 // registers final checks; participants start after it returns, in an order the seed decides.

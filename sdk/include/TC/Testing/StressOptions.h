@@ -17,7 +17,7 @@ enum class WaiterKind : std::uint8_t
 {
     Task = 1,      // a stackful task on the run's scheduler
     Thread = 2,    // an OS thread of its own, a converted thread when it waits
-    Coroutine = 4, // a TC::Task<void> coroutine resumed on the run's scheduler
+    Coroutine = 4, // a TC::Strands::Task<void> coroutine resumed on the run's scheduler
 };
 
 // A set of WaiterKind values: StressOptions::waiterKinds.

@@ -19,7 +19,7 @@
 #include <optional>
 #include <utility>
 
-namespace TC
+namespace TC::Strands
 {
 // Which end a full queue sacrifices.
 enum class Overflow : std::uint8_t
@@ -233,4 +233,4 @@ private:
     PopAwaiter* waiter_ = nullptr;
     bool closed_ = false;
 };
-} // namespace TC
+} // namespace TC::Strands

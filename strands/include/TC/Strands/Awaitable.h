@@ -6,7 +6,7 @@
 #include <concepts>
 #include <coroutine>
 
-namespace TC
+namespace TC::Strands
 {
 // Something co_await can use directly.
 template <class A>
@@ -27,4 +27,4 @@ template <class P>
 concept CarriesUnownedRoot = requires(const P& p) {
     { p.UnownedRoot() } -> std::convertible_to<std::coroutine_handle<>>;
 };
-} // namespace TC
+} // namespace TC::Strands

@@ -9,32 +9,37 @@
 #include <coroutine>
 #include <exception>
 
-namespace TC
+namespace TC::Strands
 {
 // Thrown by a cancelled frame to unwind through RAII (from await_resume once stop is requested);
 // WhenAny tells cancelled from failed children by this type.
 class TC_API OperationCancelled : public std::exception
 {
 public:
-    const char* what() const noexcept override { return "TC::OperationCancelled"; }
+    const char* what() const noexcept override { return "TC::Strands::OperationCancelled"; }
 };
 
-namespace detail
+} // namespace TC::Strands
+
+namespace TC::detail
 {
 struct ThisCoroStopTokenAwaiter
 {
-    StopToken token;
+    Strands::StopToken token;
     bool await_ready() const noexcept { return false; }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> awaiting) noexcept
     {
-        if constexpr (HasStopToken<Promise>)
+        if constexpr (Strands::HasStopToken<Promise>)
             token = awaiting.promise().Token();
         return false; // never suspends: the token is read and the coroutine goes on at once
     }
-    StopToken await_resume() noexcept { return std::move(token); }
+    Strands::StopToken await_resume() noexcept { return std::move(token); }
 };
-} // namespace detail
+} // namespace TC::detail
+
+namespace TC::Strands
+{
 
 // co_await ThisCoroStopToken(): the coroutine's token, without suspending (a default token when
 // the promise carries none).
@@ -43,4 +48,4 @@ ThisCoroStopToken() noexcept
 {
     return {};
 }
-} // namespace TC
+} // namespace TC::Strands

@@ -1,7 +1,7 @@
 #pragma once
 // DetachedTask: a coroutine started for its effects; it runs to its first suspension when called
 // and frees its own frame at the end.
-//   TC::DetachedTask Serve(Queue& q) { while (auto item = co_await q.Pop()) Handle(*item); }
+//   TC::Strands::DetachedTask Serve(Queue& q) { while (auto item = co_await q.Pop()) Handle(*item); }
 
 #include <coroutine>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include <TC/Strands/StopToken.h>
 
-namespace TC
+namespace TC::Strands
 {
 // Nothing owns it: it is its chain's unowned root, so an executor dropping a parked resumption
 // frees the chain from the top. An escaping exception terminates; its stop token never stops.
@@ -24,7 +24,7 @@ public:
         void return_void() const noexcept {}
         [[noreturn]] void unhandled_exception() const noexcept
         {
-            std::fputs("TC::DetachedTask: an exception escaped a detached coroutine\n", stderr);
+            std::fputs("TC::Strands::DetachedTask: an exception escaped a detached coroutine\n", stderr);
             std::terminate();
         }
 
@@ -39,4 +39,4 @@ public:
         StopToken token_; // never stopped: no source
     };
 };
-} // namespace TC
+} // namespace TC::Strands

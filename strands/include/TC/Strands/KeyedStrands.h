@@ -1,7 +1,7 @@
 #pragma once
 // KeyedStrands: one strand per key, for state partitioned by a model, a connection or a user; a
 // key with no work has no strand, and retired strands are kept for reuse.
-//   TC::KeyedStrands<UserId> users(scheduler);
+//   TC::Strands::KeyedStrands<UserId> users(scheduler);
 //   users.Post(id, [&] { Touch(state[id]); }); // one task at a time per user
 
 #include <TC/Executor.h>
@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace TC
+namespace TC::Strands
 {
 template <class Key>
 struct KeyedStrandsOptions
@@ -142,4 +142,4 @@ private:
 
     std::shared_ptr<Registry> registry_;
 };
-} // namespace TC
+} // namespace TC::Strands

@@ -6,7 +6,7 @@
 
 #include <coroutine>
 
-namespace TC
+namespace TC::Strands
 {
 // Hands the coroutine to `executor` as ParkedWork (with its unowned root); it resumes wherever the
 // executor runs it. A refusal (throw) comes out of the co_await here. The executor must outlive
@@ -23,4 +23,4 @@ struct [[nodiscard("co_await it: ResumeOn does nothing otherwise")]] ResumeOn
     }
     void await_resume() const noexcept {}
 };
-} // namespace TC
+} // namespace TC::Strands

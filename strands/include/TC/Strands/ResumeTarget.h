@@ -1,7 +1,7 @@
 #pragma once
 // ResumeTarget: where an awaitable completed elsewhere hands its coroutine back: the executor
 // current at the suspension, and for a strand a reference keeping its shared state alive.
-//   TC::ResumeTarget target = TC::ResumeTarget::Current();
+//   TC::Strands::ResumeTarget target = TC::Strands::ResumeTarget::Current();
 //   target.Submit(work); // later, from any thread
 
 #include <TC/Executor.h>
@@ -10,14 +10,16 @@
 #include <memory>
 #include <utility>
 
-namespace TC
-{
-namespace detail
+
+namespace TC::detail
 {
 class StrandCore;
 // The shared state of the strand running a batch on this thread as innermost scope, or null.
 TC_API std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcept;
-} // namespace detail
+} // namespace TC::detail
+
+namespace TC::Strands
+{
 
 // Holds a strand's shared state across the park (a raw IExecutor* would dangle); once closed, the
 // strand drops what it is given. No reference for other executors. Copyable; any thread.
@@ -56,4 +58,4 @@ private:
     IExecutor* executor_ = nullptr;
     std::shared_ptr<void> keepAlive_;
 };
-} // namespace TC
+} // namespace TC::Strands

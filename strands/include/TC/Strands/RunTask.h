@@ -1,7 +1,7 @@
 #pragma once
 // RunTask and TaskKind: what a strand's around-task hook is given -- one queued task, told
 // whether it is a posted callable or a coroutine resumption, to run exactly once.
-//   options.aroundTask = [](TC::RunTask& task) { Transaction scope; task(); };
+//   options.aroundTask = [](TC::Strands::RunTask& task) { Transaction scope; task(); };
 
 #include <TC/detail/Export.h>
 
@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace TC
+namespace TC::Strands
 {
 // What a strand's queue entry is (a hook may install a context around resumptions only).
 enum class TaskKind : std::uint8_t
@@ -22,7 +22,9 @@ enum class TaskKind : std::uint8_t
     Resumption, // a coroutine given to Submit/TrySubmit (ResumeOn, a wake-up, an AsyncQueue pop)
 };
 
-namespace detail
+} // namespace TC::Strands
+
+namespace TC::detail
 {
 // A posted callable that cannot live in its entry, in the post's one allocation; allocated
 // before the lock, moved in once admitted, so a refused TryPost leaves it untouched.
@@ -157,7 +159,10 @@ struct InlineCall
         entry.run = &InlineCall::Run;
     }
 };
-} // namespace detail
+} // namespace TC::detail
+
+namespace TC::Strands
+{
 
 // The task a hook wraps: call it exactly once, on the hook's thread, inside the hook (an unrun task
 // is dropped as a closed strand drops it). Its exception comes out of operator() and the pump.
@@ -194,4 +199,4 @@ private:
     detail::StrandEntry& entry_;
     bool ran_ = false;
 };
-} // namespace TC
+} // namespace TC::Strands

@@ -4,7 +4,7 @@
 
 #include <stop_token>
 
-namespace TC
+namespace TC::Strands
 {
 // request_stop() is true once, running every callback once on the requester before it returns; a
 // callback made on a stopped token runs in its constructor. ~StopCallback waits for its callback
@@ -14,4 +14,4 @@ using StopSource = std::stop_source;
 template <class F>
 using StopCallback = std::stop_callback<F>;
 inline constexpr std::nostopstate_t NoStopState = std::nostopstate;
-} // namespace TC
+} // namespace TC::Strands

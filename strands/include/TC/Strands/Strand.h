@@ -1,7 +1,7 @@
 #pragma once
 // Strand: an executor that runs what it is given one at a time, in order, on another executor, so
 // state touched only from one strand needs no lock.
-//   TC::Strand strand(scheduler);
+//   TC::Strands::Strand strand(scheduler);
 //   strand.Post([&] { ++counter; });  // never concurrent with another task of this strand
 
 #include <TC/Executor.h>
@@ -17,9 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace TC
-{
-namespace detail
+
+namespace TC::detail
 {
 template <class F>
 bool PostTo(StrandCore& core, F&& fn, Admission admission)
@@ -34,7 +33,10 @@ bool PostTo(StrandCore& core, F&& fn, Admission admission)
     return PostWith(std::forward<F>(fn),
                     [&](PendingEntry& pending) { return core.Enqueue(pending, admission); });
 }
-} // namespace detail
+} // namespace TC::detail
+
+namespace TC::Strands
+{
 
 // It serialises tasks: a posted call, or a coroutine from its resumption to its next suspension.
 // A coroutine comes back only if what it awaited resumes it here, as every kernel wait,
@@ -116,4 +118,4 @@ public:
 private:
     std::shared_ptr<detail::StrandCore> core_;
 };
-} // namespace TC
+} // namespace TC::Strands

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <functional>
 
-namespace TC
+namespace TC::Strands
 {
 struct StrandOptions
 {
@@ -19,4 +19,4 @@ struct StrandOptions
     // entries) without copying, keeps up to four spare: a steady backlog allocates nothing.
     std::size_t initialCapacity = 16;
 };
-} // namespace TC
+} // namespace TC::Strands

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace TC
+namespace TC::Strands
 {
 // Starts `task` on this thread and returns its result (rethrowing). It must complete
 // synchronously; one still parked leaks its frame (something points into it) and throws
@@ -15,12 +15,12 @@ template <class T>
 T SyncRun(Task<T> task)
 {
     if (!task.OwnsFrame())
-        detail::ThrowEmptyTask("TC::SyncRun: the task owns no frame");
+        detail::ThrowEmptyTask("TC::Strands::SyncRun: the task owns no frame");
     task.GetHandle().resume();
     if (!task.Done())
     {
         (void)task.Release(); // deliberately leaked: something still points into it
-        throw std::logic_error("TC::SyncRun: the task suspended; it is not self-driving");
+        throw std::logic_error("TC::Strands::SyncRun: the task suspended; it is not self-driving");
     }
     return task.Result();
 }
@@ -31,7 +31,7 @@ template <class T, class Retrieve>
 T SyncRunWith(Task<T> task, Retrieve&& retrieve)
 {
     if (!task.OwnsFrame())
-        detail::ThrowEmptyTask("TC::SyncRunWith: the task owns no frame");
+        detail::ThrowEmptyTask("TC::Strands::SyncRunWith: the task owns no frame");
     task.GetHandle().resume();
     if (!task.Done())
     {
@@ -39,9 +39,9 @@ T SyncRunWith(Task<T> task, Retrieve&& retrieve)
         if (!task.Done())
         {
             (void)task.Release();
-            throw std::logic_error("TC::SyncRunWith: the task is still suspended after retrieve");
+            throw std::logic_error("TC::Strands::SyncRunWith: the task is still suspended after retrieve");
         }
     }
     return task.Result();
 }
-} // namespace TC
+} // namespace TC::Strands

@@ -1,8 +1,8 @@
 #pragma once
 // Task<T>: a lazy coroutine producing one T (or nothing), awaited once, started by its awaiter and
 // handing control back when done; its frame is owned by whoever awaits it (owned downward).
-//   TC::Task<int> Answer() { co_return 42; }
-//   TC::Task<void> Caller() { int value = co_await Answer(); }
+//   TC::Strands::Task<int> Answer() { co_return 42; }
+//   TC::Strands::Task<void> Caller() { int value = co_await Answer(); }
 
 #include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace TC
+namespace TC::Strands
 {
 template <class T = void>
 class Task;
@@ -28,7 +28,9 @@ class Task;
 // mode refuses the level beyond by name instead of overflowing.
 inline constexpr std::uint32_t kTaskNestingLimit = 10000;
 
-namespace detail
+} // namespace TC::Strands
+
+namespace TC::detail
 {
 class ChainFrame;
 class TaskPromiseBase;
@@ -159,13 +161,13 @@ public:
     FinalAwaiter final_suspend() const noexcept { return {}; }
     void unhandled_exception() noexcept { exception_ = std::current_exception(); }
 
-    const StopToken& Token() const noexcept { return token_; }
+    const Strands::StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
 
     // Every co_await in the body: a Task's awaiter marks this frame only where it stays
     // suspended; anything else is wrapped to mark it before the awaiter's await_suspend.
     template <class U>
-    typename ::TC::Task<U>::Awaiter await_transform(::TC::Task<U>&& task) noexcept
+    typename ::TC::Strands::Task<U>::Awaiter await_transform(::TC::Strands::Task<U>&& task) noexcept
     {
         return std::move(task).operator co_await();
     }
@@ -192,16 +194,16 @@ public:
     {
         continuation_ = continuation;
     }
-    void SetToken(StopToken token) noexcept { token_ = std::move(token); }
+    void SetToken(Strands::StopToken token) noexcept { token_ = std::move(token); }
     void SetUnownedRoot(std::coroutine_handle<> root) noexcept { unownedRoot_ = root; }
 
     // Copies what the awaiting promise carries, through the concepts of Awaitable.h.
     template <class AwaitingPromise>
     void InheritFrom(AwaitingPromise& awaiting) noexcept
     {
-        if constexpr (HasStopToken<AwaitingPromise>)
+        if constexpr (Strands::HasStopToken<AwaitingPromise>)
             token_ = awaiting.Token();
-        if constexpr (CarriesUnownedRoot<AwaitingPromise>)
+        if constexpr (Strands::CarriesUnownedRoot<AwaitingPromise>)
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
@@ -249,7 +251,7 @@ private:
     // thread and skip the handshake. Written only during the start, read after it on that thread.
     bool suspendedOnce_ = false;
     std::atomic<Handoff> handoff_{kUndecided};
-    StopToken token_;
+    Strands::StopToken token_;
     std::coroutine_handle<> unownedRoot_;
     std::exception_ptr exception_;
 };
@@ -269,8 +271,8 @@ class NestedStart
 public:
     NestedStart() noexcept : outer_(NestedStarts())
     {
-        TC_CHECK(outer_ < kTaskNestingLimit, "Task awaits nested too deep",
-                 "more than TC::kTaskNestingLimit Task starts running nested on one thread's "
+        TC_CHECK(outer_ < Strands::kTaskNestingLimit, "Task awaits nested too deep",
+                 "more than TC::Strands::kTaskNestingLimit Task starts running nested on one thread's "
                  "stack: let a level suspend (ResumeOn), or iterate instead of recursing");
         NestedStarts() = outer_ + 1;
     }
@@ -344,7 +346,7 @@ template <class T>
 class TaskPromise final : public TaskPromiseBase
 {
 public:
-    ::TC::Task<T> get_return_object() noexcept;
+    ::TC::Strands::Task<T> get_return_object() noexcept;
 
     template <class U = T>
         requires std::is_convertible_v<U&&, T>
@@ -368,7 +370,7 @@ template <>
 class TaskPromise<void> final : public TaskPromiseBase
 {
 public:
-    ::TC::Task<void> get_return_object() noexcept;
+    ::TC::Strands::Task<void> get_return_object() noexcept;
     void return_void() const noexcept {}
     void TakeResult() const { RethrowIfFailed(); }
 };
@@ -378,7 +380,10 @@ public:
     // A precondition violation that survives Release builds: fix the call, do not catch it.
     throw std::logic_error(what);
 }
-} // namespace detail
+} // namespace TC::detail
+
+namespace TC::Strands
+{
 
 // Starts suspended: runs when awaited (co_await std::move(task)) or when its owner resumes
 // Handle(). Awaiting moves the frame into the awaiter (the task is empty after); it inherits the
@@ -439,7 +444,7 @@ public:
         T await_resume()
         {
             if (!frame_)
-                detail::ThrowEmptyTask("TC::Task: awaited a task that owns no frame");
+                detail::ThrowEmptyTask("TC::Strands::Task: awaited a task that owns no frame");
             promise_type& promise = PromiseOf(frame_);
             promise.ResumedAwaiting();
             return promise.TakeResult();
@@ -464,9 +469,9 @@ public:
     T Result()
     {
         if (!frame_)
-            detail::ThrowEmptyTask("TC::Task::Result: the task owns no frame");
+            detail::ThrowEmptyTask("TC::Strands::Task::Result: the task owns no frame");
         if (!frame_.Get()->Frame().done())
-            detail::ThrowEmptyTask("TC::Task::Result: the task has not finished");
+            detail::ThrowEmptyTask("TC::Strands::Task::Result: the task has not finished");
         return PromiseOf(frame_).TakeResult();
     }
 
@@ -499,21 +504,23 @@ private:
     detail::TaskFrame frame_;
 };
 
-namespace detail
+} // namespace TC::Strands
+
+namespace TC::detail
 {
 template <class T>
-TC::Task<T> TaskPromise<T>::get_return_object() noexcept
+TC::Strands::Task<T> TaskPromise<T>::get_return_object() noexcept
 {
     const auto self = std::coroutine_handle<TaskPromise<T>>::from_promise(*this);
     SetFrame(self);
-    return ::TC::Task<T>(self);
+    return ::TC::Strands::Task<T>(self);
 }
 
-inline ::TC::Task<void> TaskPromise<void>::get_return_object() noexcept
+inline ::TC::Strands::Task<void> TaskPromise<void>::get_return_object() noexcept
 {
     const auto self = std::coroutine_handle<TaskPromise<void>>::from_promise(*this);
     SetFrame(self);
-    return ::TC::Task<void>(self);
+    return ::TC::Strands::Task<void>(self);
 }
-} // namespace detail
-} // namespace TC
+} // namespace TC::detail
+

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace TC
+namespace TC::Strands
 {
 // co_await WhenAll(std::move(a), std::move(b), ...): children inherit the stop token and unowned
 // root; no sibling cancellation; the first escape is rethrown once all finished.
@@ -24,4 +24,4 @@ inline detail::JoinAwaiter<detail::JoinMode::All> WhenAll(std::vector<Task<void>
 {
     return detail::JoinAwaiter<detail::JoinMode::All>(std::move(tasks));
 }
-} // namespace TC
+} // namespace TC::Strands

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace TC
+namespace TC::Strands
 {
 // co_await WhenAny(std::move(a), std::move(b), ...) yields the index of the first child to
 // complete, or std::nullopt (empty input, or all unwound cancelled).
@@ -28,4 +28,4 @@ inline detail::JoinAwaiter<detail::JoinMode::Any> WhenAny(std::vector<Task<void>
 {
     return detail::JoinAwaiter<detail::JoinMode::Any>(std::move(tasks));
 }
-} // namespace TC
+} // namespace TC::Strands

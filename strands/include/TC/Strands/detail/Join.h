@@ -72,10 +72,10 @@ public:
     // Bridges the awaiting flow's token to the children's source (WhenAny).
     struct Bridge
     {
-        StopSource source;
+        Strands::StopSource source;
         void operator()() const noexcept
         {
-            StopSource keep = source; // the state may die inside request_stop
+            Strands::StopSource keep = source; // the state may die inside request_stop
             keep.request_stop();
         }
     };
@@ -88,8 +88,8 @@ public:
     // The awaiting chain's unowned root, or null where somebody owns it.
     std::coroutine_handle<> parentRoot_;
     std::atomic<bool> abandoned_{false}; // a child's chain was dropped: the parent never resumes
-    StopSource childSource_{NoStopState};
-    std::optional<StopCallback<Bridge>> bridge_;
+    Strands::StopSource childSource_{Strands::NoStopState};
+    std::optional<Strands::StopCallback<Bridge>> bridge_;
     // All: the first escape. Any: the failure that settled the race, if one did.
     std::atomic<bool> escapeClaimed_{false};
     std::exception_ptr escape_;
@@ -114,7 +114,7 @@ public:
                     ClaimEscape(std::move(escape));
                 // Our own decrement is still to come, so losers unwinding here cannot resume the
                 // awaiter; the copy keeps the stop state alive.
-                StopSource keep = childSource_;
+                Strands::StopSource keep = childSource_;
                 keep.request_stop();
             }
         }
@@ -129,7 +129,7 @@ public:
         abandoned_.store(true, std::memory_order_relaxed); // ordered by remaining_
         if (mode_ == JoinMode::Any)
         {
-            StopSource keep = childSource_; // our own arrival is still to come
+            Strands::StopSource keep = childSource_; // our own arrival is still to come
             keep.request_stop();
         }
         (void)Arrive();
@@ -209,7 +209,7 @@ public:
             {
                 std::rethrow_exception(escape_);
             }
-            catch (const OperationCancelled&)
+            catch (const Strands::OperationCancelled&)
             {
                 outcome_ = ChildOutcome::Cancelled;
             }
@@ -219,12 +219,12 @@ public:
             }
         }
 
-        const StopToken& Token() const noexcept { return token_; }
+        const Strands::StopToken& Token() const noexcept { return token_; }
         std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
 
         std::shared_ptr<JoinState> state_;
         std::size_t index_ = 0;
-        StopToken token_;
+        Strands::StopToken token_;
         std::coroutine_handle<> unownedRoot_; // this runner's own frame, or null when owned
         // The awaiter's slot owning this frame, set from start to final suspension where the
         // chain is unowned (only then can an abandon destroy it).
@@ -236,7 +236,7 @@ public:
     std::coroutine_handle<promise_type> handle;
 };
 
-inline JoinRunner RunJoinChild(::TC::Task<void> task)
+inline JoinRunner RunJoinChild(::TC::Strands::Task<void> task)
 {
     co_await std::move(task);
 }
@@ -249,7 +249,7 @@ class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwa
     : public AwaitedFrames
 {
 public:
-    explicit JoinAwaiter(std::vector<::TC::Task<void>> tasks) noexcept : tasks_(std::move(tasks)) {}
+    explicit JoinAwaiter(std::vector<::TC::Strands::Task<void>> tasks) noexcept : tasks_(std::move(tasks)) {}
     JoinAwaiter(JoinAwaiter&&) noexcept = default;
     JoinAwaiter(const JoinAwaiter&) = delete;
     JoinAwaiter& operator=(const JoinAwaiter&) = delete;
@@ -285,7 +285,7 @@ public:
         const std::size_t count = tasks_.size();
         auto state = std::make_shared<JoinState>(Mode, count);
         state->parent_ = awaiting;
-        if constexpr (HasStopToken<Promise>)
+        if constexpr (Strands::HasStopToken<Promise>)
             parentToken_ = awaiting.promise().Token();
         const std::coroutine_handle<> root = UnownedRootOf(awaiting);
         runners_.reserve(count);
@@ -300,8 +300,8 @@ public:
         state->parentRoot_ = root;
         if constexpr (Mode == JoinMode::Any)
         {
-            state->childSource_ = StopSource();
-            const StopToken childToken = state->childSource_.get_token();
+            state->childSource_ = Strands::StopSource();
+            const Strands::StopToken childToken = state->childSource_.get_token();
             for (auto& runner : runners_)
                 runner.GetPromise().token_ = childToken;
             // Inline if the flow was already cancelled: every child starts stopped.
@@ -363,14 +363,14 @@ public:
             if (settled != kNoWinner)
                 return std::optional<std::size_t>{settled};
             if (parentToken_.stop_requested())
-                throw OperationCancelled();
+                throw Strands::OperationCancelled();
             return std::optional<std::size_t>{};
         }
     }
 
 private:
-    std::vector<::TC::Task<void>> tasks_;
-    StopToken parentToken_;
+    std::vector<::TC::Strands::Task<void>> tasks_;
+    Strands::StopToken parentToken_;
     std::shared_ptr<JoinState> state_;
     std::vector<UniqueCoroHandle<JoinRunner::promise_type>> runners_;
     // The awaiting frame this awaiter is linked to for teardown while suspended, or null.
@@ -379,9 +379,9 @@ private:
 };
 
 template <class... Tasks>
-std::vector<::TC::Task<void>> CollectTasks(Tasks&&... tasks)
+std::vector<::TC::Strands::Task<void>> CollectTasks(Tasks&&... tasks)
 {
-    std::vector<::TC::Task<void>> all;
+    std::vector<::TC::Strands::Task<void>> all;
     all.reserve(sizeof...(Tasks));
     (all.push_back(std::move(tasks)), ...);
     return all;

@@ -14,12 +14,14 @@
 #include <utility>
 #include <vector>
 
-namespace TC
+namespace TC::Strands
 {
 template <class Key>
 struct KeyedStrandsOptions;
 
-namespace detail
+} // namespace TC::Strands
+
+namespace TC::detail
 {
 // Retired strands and map nodes kept for reuse.
 inline constexpr std::size_t kKeptStrands = 32;
@@ -38,7 +40,7 @@ class KeyedCore final : public StrandCore
 public:
     using Registry = KeyedRegistry<Key, Hash, Equal>;
 
-    KeyedCore(IExecutor& base, StrandOptions options, Key key,
+    KeyedCore(IExecutor& base, Strands::StrandOptions options, Key key,
               std::shared_ptr<Registry> registry, bool keepable)
         : StrandCore(base, std::move(options)), key_(std::move(key)),
           registry_(std::move(registry)), keepable_(keepable)
@@ -82,7 +84,7 @@ public:
     }
 
 protected:
-    void InvokeHook(RunTask& task) override { registry_->options_.aroundTask(key_, task); }
+    void InvokeHook(Strands::RunTask& task) override { registry_->options_.aroundTask(key_, task); }
     bool RetiresWhenDry() const noexcept override { return true; }
 
     // Retires the strand when dry, under the registry's lock then the strand's (the order
@@ -124,7 +126,7 @@ public:
     using Core = KeyedCore<Key, Hash, Equal>;
     using Map = std::unordered_map<Key, std::shared_ptr<Core>, Hash, Equal>;
 
-    KeyedRegistry(IExecutor& base, KeyedStrandsOptions<Key> options)
+    KeyedRegistry(IExecutor& base, Strands::KeyedStrandsOptions<Key> options)
         : base_(base), options_(std::move(options))
     {
         kept_.reserve(kKeptStrands);
@@ -259,7 +261,7 @@ public:
         std::unique_lock<RegistryLock> lock(mutex_);
         for (auto& [key, core] : active_)
             if (core->RunningHere())
-                throw std::logic_error("TC::KeyedStrands::WaitIdle: called from a key's task");
+                throw std::logic_error("TC::Strands::KeyedStrands::WaitIdle: called from a key's task");
         waiters_.WaitUntil(lock, [this] { return active_.empty() || closed_; });
     }
 
@@ -299,7 +301,7 @@ private:
         std::shared_ptr<Core> core = TakeKeptLocked(key);
         if (!core)
         {
-            core = std::make_shared<Core>(base_, StrandOptions{options_.batch, {},
+            core = std::make_shared<Core>(base_, Strands::StrandOptions{options_.batch, {},
                                                                options_.initialCapacity},
                                           key, this->shared_from_this(), !sealed_);
             ++made_;
@@ -315,7 +317,7 @@ private:
                 node.mapped() = std::move(core);
                 auto inserted = active_.insert(std::move(node));
                 if (!inserted.inserted)
-                    throw std::logic_error("TC::KeyedStrands: two strands for one key");
+                    throw std::logic_error("TC::Strands::KeyedStrands: two strands for one key");
             }
             else
             {
@@ -355,7 +357,7 @@ private:
     }
 
     IExecutor& base_;
-    KeyedStrandsOptions<Key> options_;
+    Strands::KeyedStrandsOptions<Key> options_;
     mutable RegistryLock mutex_;
     Map active_;
     std::vector<std::shared_ptr<Core>> kept_;
@@ -363,7 +365,7 @@ private:
     std::size_t made_ = 0;
     bool sealed_ = false;
     bool closed_ = false;
-    WaitList waiters_{"TC::KeyedStrands"}; // WaitIdle
+    WaitList waiters_{"TC::Strands::KeyedStrands"}; // WaitIdle
 };
-} // namespace detail
-} // namespace TC
+} // namespace TC::detail
+

@@ -12,7 +12,7 @@ namespace TC::detail
 template <class Promise>
 std::coroutine_handle<> UnownedRootOf(std::coroutine_handle<Promise> handle) noexcept
 {
-    if constexpr (CarriesUnownedRoot<Promise>)
+    if constexpr (Strands::CarriesUnownedRoot<Promise>)
         return handle.promise().UnownedRoot();
     else
         return {};

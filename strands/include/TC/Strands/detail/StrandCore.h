@@ -82,7 +82,7 @@ TC_API inline thread_local const StrandCore* tlDroppingStrand = nullptr;
 class TC_API StrandCore : public IExecutor, public std::enable_shared_from_this<StrandCore>
 {
 public:
-    StrandCore(IExecutor& base, StrandOptions options);
+    StrandCore(IExecutor& base, Strands::StrandOptions options);
     StrandCore(const StrandCore&) = delete;
     StrandCore& operator=(const StrandCore&) = delete;
     virtual ~StrandCore();
@@ -152,7 +152,7 @@ public:
 
 protected:
     // KeyedStrands' extensions.
-    virtual void InvokeHook(RunTask& task);
+    virtual void InvokeHook(Strands::RunTask& task);
     // At the end of a turn that left the queue empty, with no lock held.
     virtual TurnEnd OnQueueDry();
     virtual bool RetiresWhenDry() const noexcept { return false; }
@@ -176,7 +176,7 @@ private:
     void DropRefusedHandOff(std::unique_lock<StrandLock>& lock, PumpPhase meanwhile) noexcept;
 
     IExecutor& base_;
-    StrandOptions options_;
+    Strands::StrandOptions options_;
     mutable StrandLock mutex_;
     // The queue (locked); the pump's last chunk stays reserved for PutBack after a throw.
     StrandQueue queue_;
@@ -188,7 +188,7 @@ private:
     bool closed_ = false;
     // closed_, readable without the lock: the pump checks it between the tasks of a chunk.
     std::atomic<bool> closedHint_{false};
-    mutable WaitList waiters_{"TC::Strand"}; // Close and WaitIdle
+    mutable WaitList waiters_{"TC::Strands::Strand"}; // Close and WaitIdle
 };
 
 // The address of a post's callable for the entry constructors; one place casts away the const.

@@ -16,7 +16,7 @@ namespace TC::detail
 class WaitList
 {
 public:
-    // `owner` names what the waiters wait for in diagnostics ("TC::Strand", ...).
+    // `owner` names what the waiters wait for in diagnostics ("TC::Strands::Strand", ...).
     explicit WaitList(const char* owner) noexcept : owner_(owner) {}
 
     // Returns once pred() holds, re-checked under `lock` (held on entry and on return). A
