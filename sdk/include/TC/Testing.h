@@ -1,7 +1,6 @@
 #pragma once
-// <TC/Testing.h>: test kit for primitives on the suspend protocol: seeded runs from tasks,
-// threads and coroutines; reports lost wake-ups, double resumes and failed checks with a seed
-// (link TC::sdk).
+// <TC/Testing.h> (link TC::sdk): seeded test runs of a primitive from tasks, threads and
+// coroutines; reports lost wake-ups, double resumes and failed checks with their seed.
 //   auto summary = TC::Testing::Stress({}, [](TC::Testing::Context& ctx) {
 //       auto& box = ctx.Make<Mailbox>();
 //       ctx.Spawn("taker", [&] { ctx.Check(box.Take() == 1, "the value"); });

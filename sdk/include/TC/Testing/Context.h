@@ -1,6 +1,5 @@
 #pragma once
-// Context: a scenario's handle on its run: spawns participants, owns shared objects, checks
-// results, hands out seeded random numbers.
+// Context: a scenario's handle on its run: participants, shared objects, checks, random numbers.
 
 #include <TC/Strands/Task.h>
 #include <TC/Testing/StressOptions.h>
@@ -21,9 +20,9 @@ namespace detail
 class RunState;
 }
 
-// A blocking participant: a stackful task or a thread.
+// Runs as a task or a thread.
 using BlockingBody = std::function<void()>;
-// A coroutine participant: called once; its coroutine runs on the run's scheduler.
+// Called once; its coroutine runs on the run's scheduler.
 using CoroutineBody = std::function<TC::Task<void>()>;
 
 // Handed to the scenario; participants start after it returns, in an order the seed decides.
@@ -37,7 +36,6 @@ public:
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
-    // The run's seed.
     std::uint64_t Seed() const noexcept;
     Mode RunMode() const noexcept;
 
@@ -58,21 +56,21 @@ public:
         return reference;
     }
 
-    // Adds a blocking participant (Task or Thread, within waiterKinds), named in reports. Kept
-    // until the run ends; an escaping exception is a failed check.
+    // Adds a blocking participant (Task or Thread, within waiterKinds). Kept until the run ends;
+    // an escaping exception is a failed check.
     void Spawn(std::string name, BlockingBody body);
-    // Adds a participant that may run as a task, a thread or a coroutine.
+    // Adds one that may run as a task, a thread or a coroutine.
     void Spawn(std::string name, BlockingBody body, CoroutineBody coroutine);
     // Adds a coroutine participant (whatever waiterKinds says).
     void SpawnCoroutine(std::string name, CoroutineBody coroutine);
 
-    // Runs after every participant finished (not after a hang), on the caller, in order.
+    // Runs after every participant finished (not after a hang), in order.
     void AtEnd(std::function<void()> check);
 
     // Records a failed check `what` unless `condition`; returns it. Thread-safe; never throws.
     bool Check(bool condition, std::string_view what);
 
-    // Next number of the run's seeded sequence (replays if called in the same order).
+    // Next of the run's seeded numbers (replays if called in the same order).
     std::uint64_t Random() noexcept;
     // In [0, n) from the same sequence; n nonzero.
     std::size_t Pick(std::size_t n) noexcept;

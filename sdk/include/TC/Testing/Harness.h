@@ -1,5 +1,5 @@
 #pragma once
-// Test kit entry points: RunScenario (one seeded run), Stress (many), RaceWindow (a race point).
+// Test kit entry points: RunScenario, Stress, RaceWindow.
 //   TC::Testing::Result result = TC::Testing::RunScenario(seed, scenario, options);
 
 #include <TC/Testing/Context.h>
@@ -12,11 +12,11 @@
 
 namespace TC::Testing
 {
-// Creates a run's shared objects and spawns its participants.
+// Sets up one run.
 using Scenario = std::function<void(Context&)>;
 
-// Runs `scenario` once with `seed` (options.seed/runs ignored) until every participant finished
-// or a hang was found. A failing seed replays (exactly in Deterministic mode).
+// Runs `scenario` once with `seed` (options.seed/runs ignored) until all participants finished
+// or a hang was found.
 /// - From a plain thread: not a task, coroutine or scheduler thread.
 /// - One run per process at a time: a concurrent one throws std::logic_error.
 TC_API Result RunScenario(std::uint64_t seed, const Scenario& scenario,
@@ -26,8 +26,8 @@ TC_API Result RunScenario(std::uint64_t seed, const Scenario& scenario,
 // failing seeds to stderr if options.printFailures. RunScenario's rules hold.
 TC_API Summary Stress(const StressOptions& options, const Scenario& scenario);
 
-// A race point inside a primitive (say, between publishing and re-checking); any thread, also
-// callbacks. Outside a run a relaxed load; Stress mode may delay; Deterministic mode may yield a
-// task participant there.
+// A race point in a primitive (say, between publishing and re-checking); any thread. Outside a
+// run a relaxed load; Stress mode may delay; Deterministic mode may yield a task participant.
+// Also from callbacks.
 TC_API void RaceWindow() noexcept;
 } // namespace TC::Testing

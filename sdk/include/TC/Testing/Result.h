@@ -17,10 +17,10 @@ struct TC_API Result
     std::uint64_t seed = 0; // RunScenario(seed, scenario, options) replays it
     Mode mode = Mode::Deterministic;
     std::size_t participants = 0;
-    std::size_t tasks = 0;      // participants that ran as stackful tasks
-    std::size_t threads = 0;    // ... as OS threads
-    std::size_t coroutines = 0; // ... as coroutines
-    std::size_t finished = 0;   // participants whose body returned (or threw)
+    std::size_t tasks = 0; // participants run as tasks
+    std::size_t threads = 0;
+    std::size_t coroutines = 0;
+    std::size_t finished = 0; // bodies that returned (or threw)
     // Waiters left suspended with nothing to resume them; each in `report`.
     std::size_t lostWakeups = 0;
     // Handles resumed twice (or after a timeout): 0 or 1, Isolation::Fork only.
@@ -28,12 +28,12 @@ struct TC_API Result
     // Other rule violations that ended a forked run: checked mode's, and in every build a wait
     // begun inside OnSuspended (stopped before it blocks).
     std::size_t ruleViolations = 0;
-    // Context::Check failures and exceptions that escaped a participant.
+    // Failed Context::Checks and escaped exceptions.
     std::size_t failedChecks = 0;
     bool hung = false;    // participants left unfinished (lost wake-up or time limit)
     bool crashed = false; // Isolation::Fork: the child died (reason in `report`)
-    std::size_t racePoints = 0;      // race points reached
-    std::size_t perturbed = 0;       // ... of which perturbed
+    std::size_t racePoints = 0;
+    std::size_t perturbed = 0;       // race points perturbed
     std::vector<std::string> report; // one line per finding
 
     bool Passed() const noexcept
@@ -41,17 +41,17 @@ struct TC_API Result
         return !hung && lostWakeups == 0 && doubleResumes == 0 && ruleViolations == 0 &&
                failedChecks == 0 && !crashed;
     }
-    // Verdict, counts, seed and how to replay, report lines.
+    // Verdict, counts, how to replay, report lines.
     std::string Describe() const;
 };
 
 // The outcome of Stress().
 struct TC_API Summary
 {
-    std::size_t runs = 0; // runs made
+    std::size_t runs = 0;
     std::size_t passed = 0;
-    std::size_t lostWakeupRuns = 0;   // runs with at least one lost wake-up
-    std::size_t doubleResumeRuns = 0; // runs that ended in a double resume (Fork only)
+    std::size_t lostWakeupRuns = 0;
+    std::size_t doubleResumeRuns = 0; // Fork only
     std::size_t ruleViolationRuns = 0;
     std::size_t failedCheckRuns = 0;
     std::size_t hungRuns = 0;
@@ -61,7 +61,6 @@ struct TC_API Summary
 
     bool Passed() const noexcept { return runs > 0 && passed == runs; }
     std::size_t Failed() const noexcept { return runs - passed; }
-    // Counts and failing seeds.
     std::string Describe() const;
 };
 } // namespace TC::Testing

@@ -1,6 +1,5 @@
 #pragma once
-// StressOptions: how the test kit drives a scenario: waiter kinds, perturbation, hang
-// detection, runs.
+// StressOptions: how the test kit drives a scenario.
 //   TC::Testing::StressOptions options;
 //   options.runs = 1000;  options.mode = TC::Testing::Mode::Stress;
 
@@ -12,7 +11,7 @@
 
 namespace TC::Testing
 {
-// What runs a participant of a scenario.
+// What runs a participant.
 enum class WaiterKind : std::uint8_t
 {
     Task = 1,      // a stackful task on the run's scheduler
@@ -20,7 +19,6 @@ enum class WaiterKind : std::uint8_t
     Coroutine = 4, // a TC::Task<void> on the run's scheduler
 };
 
-// A set of WaiterKind values.
 enum class WaiterKinds : std::uint8_t
 {
     None = 0,
@@ -43,29 +41,28 @@ constexpr bool Contains(WaiterKinds set, WaiterKind kind) noexcept
 // How a run executes its participants.
 enum class Mode : std::uint8_t
 {
-    // One host-pumped Scheduler on the caller, order from the seed; replays exactly. Threads run
-    // as tasks; at BeforeOnSuspended others run first.
+    // One host-pumped Scheduler, order from the seed; replays exactly. Threads run as tasks; at
+    // BeforeOnSuspended others run first.
     Deterministic,
-    // Workers, OS threads, seeded random delays at race points; a failing seed replays likely,
-    // not certainly.
+    // Workers, threads, seeded delays at race points; a failing seed replays likely, not surely.
     Stress,
 };
 
 // Where a run executes.
 enum class Isolation : std::uint8_t
 {
-    // In this process: a double resume aborts it; a lost wake-up leaks the run's scheduler,
+    // A double resume aborts the process; a lost wake-up leaks the run's scheduler,
     // participants, objects (and Stress-mode workers).
     InProcess,
-    // Each run in a forked child: aborts and crashes become outcomes, hangs leak nothing. POSIX
-    // only; fork before starting threads (TSan).
+    // A forked child per run: aborts and crashes become outcomes, hangs leak nothing. POSIX; fork
+    // before starting threads (TSan).
     Fork,
 };
 
 // Every member has a working default.
 struct StressOptions
 {
-    // Run i uses seed + i, which picks kinds, perturbations and (Deterministic) order.
+    // Run i uses seed + i: it picks kinds, perturbations and (Deterministic) order.
     std::uint64_t seed = 1;
     // Runs Stress() makes.
     std::size_t runs = 100;
@@ -73,26 +70,25 @@ struct StressOptions
     Duration duration = Duration::Infinite();
     Mode mode = Mode::Deterministic;
     Isolation isolation = Isolation::InProcess;
-    // Kinds the seed picks from: Task/Thread for blocking bodies, Coroutine for coroutine ones.
+    // Kinds the seed picks from (Task/Thread: blocking bodies; Coroutine: coroutine ones).
     WaiterKinds waiterKinds = WaiterKinds::All;
     // Probability a race point is perturbed.
     double raceProbability = 0.5;
     // Deterministic: at most this many ready items run at one race point.
     unsigned maxInterleave = 3;
-    // Deterministic: depth to which race points inside a perturbation are perturbed.
+    // Deterministic: how deep race points inside a perturbation are perturbed.
     unsigned maxNesting = 2;
-    // Stress: the scheduler's worker threads.
+    // Stress: scheduler workers.
     unsigned workers = 2;
-    // Stress: longest delay (spin, yield or sleep) at a race point.
+    // Stress: longest delay at a race point.
     Duration maxDelay = Duration(std::chrono::microseconds(20));
-    // Lost wake-up reported after this long without progress (Deterministic: at once when
+    // Lost wake-up reported after this long without progress (Deterministic: at once if
     // nothing is queued or timed).
     Duration hangTimeout = Duration(std::chrono::seconds(1));
     // A run still busy after this long is reported as a hang.
     Duration runTimeLimit = Duration(std::chrono::seconds(30));
-    // Task participants' stack size.
     std::size_t stackSize = 64 * 1024;
-    // Stress(): print failing runs to stderr (the first in full, then a line per seed).
+    // Stress(): print failing runs to stderr (the first in full, then their seeds).
     bool printFailures = true;
 };
 } // namespace TC::Testing
