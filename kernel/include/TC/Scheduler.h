@@ -1,6 +1,6 @@
 #pragma once
-// Scheduler: runs stackful tasks and coroutine resumptions on its workers or pumped by a host
-// thread; it is the current executor while it runs them.
+// Scheduler: runs stackful tasks and coroutine resumptions on its workers or a host's pump, as
+// the current executor.
 //   TC::Scheduler scheduler(4);
 //   TC::JoinHandle task = scheduler.Start([] { /* may wait on any primitive */ });
 //   task.Join();
@@ -32,8 +32,7 @@ namespace detail
 struct Task;
 class SchedulerCore;
 
-// Runs and destroys a task's callable: in the task's block up to 128 bytes (alignment <= 64),
-// else atop a stack taken at Start.
+// A task's callable: in its block up to 128 bytes (alignment <= 64), else atop its stack.
 struct TaskBody
 {
     std::size_t size;
@@ -51,61 +50,57 @@ struct TaskBodyFor
 };
 } // namespace detail
 
-// A task's or resumption's queue. Ready High runs before any Normal, except at the pick right
-// after a YieldTask; a pump's `lowest` can run High only.
+// Ready High runs before any Normal, except at the pick right after a YieldTask.
 enum class Priority : std::uint8_t
 {
     High = 0,   // this frame's work
     Normal = 1, // background work
 };
 
-// What an idle worker (or a host in WaitForWork) does until work arrives.
+// What an idle worker (or a host in WaitForWork) does.
 enum class IdlePolicy : std::uint8_t
 {
-    SpinThenSleep, // spin about 20 us, then sleep until woken (default)
-    Spin,          // never sleeps; one core busy per idle worker
-    Yield,         // sched_yield in a loop; never sleeps
-    Sleep,         // sleeps at once
+    SpinThenSleep, // spin about 20 us, then sleep until woken
+    Spin,          // never sleeps; busy core
+    Yield,         // sched_yield in a loop
+    Sleep,
 };
 
-// Observers the host installs (thread names, FTZ/DAZ, a profiler's fiber API).
-/// - Run on the thread concerned; must not suspend. One that throws ends the process
-///   ("scheduler hook threw", naming hook and exception).
-/// - A task starts with the floating-point control state (MXCSR, x87 control word) of its worker
-///   after threadStart, or of the host as its pump call began, and keeps its own across waits,
-///   yields and moves. Exception flags stay with the thread.
+// Observers run on the thread concerned; must not suspend. One that throws ends the process
+// ("scheduler hook threw").
+/// - A task starts with the floating-point control state of its worker after threadStart (of the
+///   host as its pump began) and keeps its own across waits, yields and moves; exception flags
+///   stay with the thread.
 struct SchedulerHooks
 {
-    // On each worker as it starts / ends, with its 0-based index. In threadStop Current() is
-    // nullptr and Submit is refused.
+    // As each worker (0-based index) starts / ends; in threadStop Current() is nullptr and Submit
+    // is refused.
     std::function<void(unsigned workerIndex)> threadStart;
     std::function<void(unsigned workerIndex)> threadStop;
-    // As a task starts or continues / stops running: matched pairs on one thread; name is
-    // TaskOptions::name or "task".
+    // As a task starts or resumes / stops running: pairs on one thread; name: TaskOptions::name
+    // or "task".
     std::function<void(TaskHandle task, const char* name)> taskEnter;
     std::function<void(TaskHandle task, const char* name)> taskLeave;
 };
 
 struct TC_API SchedulerOptions
 {
-    // 0: no threads; the host pumps it (RunPending, RunFor, RunUntilIdle).
+    // 0: the host pumps it.
     unsigned workerCount = 0;
-    // Usable stack per task; the guard comes on top.
+    // Usable stack per task, guard on top.
     std::size_t stackSize = StackSize::Medium;
     StackGuard stackGuard = StackGuard::Page;
-    // Guard below each stack, rounded up to pages (at least one); a larger frame may jump it
-    // without -fstack-clash-protection.
+    // Rounded up to pages (at least one).
     std::size_t stackGuardBytes = kDefaultStackGuardBytes;
     IdlePolicy idlePolicy = IdlePolicy::SpinThenSleep;
-    // nullptr: DefaultStackAllocator(). Must outlive the scheduler and its tasks that moved away;
-    // a stack returns to the scheduler that took it (to this allocator once it is gone).
+    // nullptr: DefaultStackAllocator(). Must outlive the scheduler and its tasks that moved away.
     IStackAllocator* stackAllocator = nullptr;
     // Stack bytes pooled beyond the workers' caches (64 stacks each), guards not counted; the rest
-    // goes back to the allocator. 0: none; SIZE_MAX: no limit.
+    // goes back to the allocator.
     std::size_t stackPoolBytes = 64 * 1024 * 1024;
     std::string name = "TC";
     SchedulerHooks hooks;
-    // Host-pumped only: nonzero picks ready items pseudo-randomly from this seed; 0: FIFO.
+    // Host-pumped only: nonzero picks ready items pseudo-randomly; 0: FIFO.
     std::uint64_t shuffleSeed = 0;
 };
 
@@ -119,15 +114,13 @@ struct TaskOptions
 // What a pump call did and what it left.
 struct PumpResult
 {
-    std::size_t ran = 0;     // tasks and resumptions run
+    std::size_t ran = 0;
     std::size_t pending = 0; // queued at return (approximate while others submit)
     Duration left;           // RunFor: unspent budget (zero if overrun); others: zero
 };
 
-// The right to join one task: Join waits (task, converted thread or host) and rethrows.
+// The right to join one task. Destroying it detaches; may outlive its Scheduler.
 //   auto handle = scheduler.Start(work);  handle.Join();
-/// - Destroying a joinable handle detaches; a detached task that throws terminates, naming it.
-/// - May outlive its Scheduler, and be joined or dropped then.
 class [[nodiscard("keep the JoinHandle to join the task, or call Detach()")]] TC_API JoinHandle
 {
 public:
@@ -144,13 +137,13 @@ public:
     }
     ~JoinHandle() { Detach(); }
 
-    // Waits for the task's end, rethrows what escaped it (or the allocator's exception), empties
-    // the handle. Not Joinable(): std::logic_error.
+    // Waits (task, thread or host) for the end, rethrows what escaped, empties the handle. Not
+    // Joinable(): std::logic_error.
     void Join();
-    // Lets the task run unobserved. No-op when empty.
+    // A detached task that throws terminates, naming it. No-op when empty.
     void Detach() noexcept;
     bool Joinable() const noexcept { return task_ != nullptr; }
-    // True once the task ended and gave up its stack (Join would not wait).
+    // Ended and gave up its stack.
     bool IsFinished() const noexcept;
 
 private:
@@ -251,11 +244,11 @@ public:
         return Awaiter{this, priority};
     }
 
-    // ---- pumping (schedulers without workers; host thread only) ----
+    // ---- pumping (workerless; host thread only; `lowest` High runs High only) ----
     // Runs what was queued at the call, at most maxTasks. Never blocks.
     PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Normal);
-    // Runs work until the budget is spent: at least one item if any is queued (overrun at most
-    // one item); may end up to 25 us early.
+    // Runs until the budget is spent: at least one item if any (overrun at most one); may end up
+    // to 25 us early.
     PumpResult RunFor(Duration budget, Priority lowest = Priority::Normal);
     // Runs until nothing is queued (suspended tasks do not count).
     PumpResult RunUntilIdle(Priority lowest = Priority::Normal);
