@@ -33,8 +33,8 @@ public:
     // Never resume here. Default: false (no timeouts).
     virtual bool OnTimeout(SuspendedTask /*task*/) noexcept { return false; }
 
-    // What the waiter waits on, for reports (default: this object); a per-wait callback returns
-    // the object it stands for. Called only while suspended, outside the primitive's locks.
+    // For reports (default: this object; a per-wait callback returns the object it stands for).
+    // Called only while suspended, outside the primitive's locks.
     virtual WaitTarget WaitedOn() const noexcept { return {this, &typeid(*this), nullptr}; }
 
 protected:

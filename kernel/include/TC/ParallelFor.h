@@ -37,8 +37,8 @@ TC_API void RunParallelFor(Scheduler& scheduler, IndexRange range, std::size_t g
 ///   suspended chunk holds its helper's stack; the others take over that helper's rest.
 /// - One even part per participant, run from the front `grain` indices at a time (0: about an
 ///   eighth of a part); an idle one takes the back half of the largest part left.
-/// - From a task (it suspends), a converted thread or the host (it waits, pumping). Without
-///   workers the caller runs every chunk.
+/// - From a task, a thread or the host (it waits, pumping). Without workers the caller runs
+///   every chunk.
 /// - `body` runs on several threads at once. The first exception a chunk throws is rethrown
 ///   once every chunk ended; chunks not begun by then are skipped.
 /// - Throws what starting the helpers throws (std::logic_error once `scheduler` stops), before

@@ -19,7 +19,7 @@ enum class StackGuard : unsigned char
     None,
 };
 
-// Stack size classes; any size may be given, rounded up to pages; the guard comes on top.
+// Stack size classes; any size may be given (rounded up to pages).
 namespace StackSize
 {
 inline constexpr std::size_t Small = 16 * 1024;
@@ -30,8 +30,7 @@ inline constexpr std::size_t Large = 256 * 1024;
 // Default SchedulerOptions::stackGuardBytes: address space only.
 inline constexpr std::size_t kDefaultStackGuardBytes = 64 * 1024;
 
-// Hands out and takes back task stacks; pools return theirs on destruction, when full and on
-// TrimStackPool.
+// Task stacks' source.
 /// - Any thread. Failure is an exception: the task ends unrun and Join rethrows it (a detached
 ///   one terminates); a Start that needed the stack throws it.
 /// - The scheduler calls only AllocateStack/DeallocateStack, whose defaults build the guard from
