@@ -1,6 +1,5 @@
 #pragma once
-// IExecutor, ParkedWork, ExecutorScope, CurrentExecutor: where a suspended coroutine goes back
-// to, and which executor runs the current work.
+// IExecutor, ParkedWork, ExecutorScope, CurrentExecutor: where a suspended coroutine resumes.
 //   TC::ExecutorScope scope(&myExecutor);  // CurrentExecutor() == &myExecutor on this thread
 
 #include <TC/detail/Export.h>

@@ -1,6 +1,5 @@
 #pragma once
-// ParallelFor: runs a body over an index range on a scheduler's workers and the caller,
-// splitting as it goes; returns once every index ran.
+// ParallelFor: runs a body over an index range on a scheduler's workers and the caller.
 //
 //     TC::ParallelFor(scheduler, {0, values.size()}, 1024, [&](TC::IndexRange chunk) {
 //         for (std::size_t i = chunk.begin; i < chunk.end; ++i)
@@ -35,8 +34,8 @@ TC_API void RunParallelFor(Scheduler& scheduler, IndexRange range, std::size_t g
 /// - Run by the caller and one helper task per worker (one fewer when the caller is a task of
 ///   `scheduler`), bulk-started with `helperOptions`; one stack per helper, chunks run on it. A
 ///   suspended chunk holds its helper's stack; the others take over that helper's rest.
-/// - One even part per participant, run from the front `grain` indices at a time (0: about an
-///   eighth of a part); an idle one takes the back half of the largest part left.
+/// - One even part per participant, run `grain` indices at a time (0: about an eighth of a
+///   part); an idle one takes the back half of the largest part left.
 /// - From a task, a thread or the host (it waits, pumping). Without workers the caller runs
 ///   every chunk.
 /// - `body` runs on several threads at once. The first exception a chunk throws is rethrown
