@@ -1,12 +1,12 @@
 #pragma once
-// BasicStack<T>: an intrusive LIFO of T, for one thread (or under the caller's own lock).
+// BasicStack<T>: an intrusive LIFO for one thread (or under the caller's lock).
 
 #include <cstddef>
 
 namespace TC
 {
-// Chains nodes through their `T* next` member without allocating. Not thread-safe. A node
-// belongs to the stack from Push until it is popped; the stack never owns or frees a node.
+// Chains nodes through `T* next` without allocating. A node is in the stack from Push until
+// popped; the stack never frees one.
 template <class T>
 class BasicStack
 {
@@ -39,7 +39,7 @@ public:
         return all;
     }
 
-    // Reverses the order so that Pop returns the oldest node first.
+    // Reverses the order: Pop returns the oldest first.
     void Reverse() noexcept
     {
         T* reversed = nullptr;

@@ -1,6 +1,6 @@
 #pragma once
-// Checked mode: TC_CHECKED turns every rule of the primitive checklist that can be detected at
-// run time into an immediate failure that names the rule. On in Debug builds of the library.
+// Checked mode: TC_CHECKED (on in Debug builds) fails at once, naming the rule, on every
+// run-time-detectable break of the primitive checklist.
 
 #include <TC/detail/Export.h>
 
@@ -10,14 +10,13 @@
 
 namespace TC
 {
-// Called when a rule is broken: prints "TC checked mode: <rule>: <detail>" to stderr and aborts.
-// Tests replace the reaction with SetRuleViolationHandler to observe it without dying.
+// Prints "TC checked mode: <rule>: <detail>" to stderr and aborts.
 [[noreturn]] TC_API void ReportRuleViolation(const char* rule, const char* detail) noexcept;
 
 using RuleViolationHandler = void (*)(const char* rule, const char* detail);
 
-// Installs a handler that runs after the message is printed and before the abort (a test may use
-// it to flush its own log); returns the previous one. nullptr restores the default.
+// Installs a handler run after the message, before the abort; returns the previous one.
+// nullptr restores the default.
 TC_API RuleViolationHandler SetRuleViolationHandler(RuleViolationHandler handler) noexcept;
 
 // True when the library was built with checked mode.

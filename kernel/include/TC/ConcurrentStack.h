@@ -1,5 +1,5 @@
 #pragma once
-// ConcurrentStack<T>: an intrusive lock-free LIFO of T, for chaining waiters across threads.
+// ConcurrentStack<T>: an intrusive lock-free LIFO, for chaining waiters across threads.
 
 #include <atomic>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 namespace TC
 {
-// Chains nodes through their `T* next` member without allocating; any thread pushes and pops.
+// Chains nodes through `T* next` without allocating; any thread pushes and pops.
 //   TC::ConcurrentStack<TC::SuspendedTaskEntry> waiters;  waiters.Push(task.Entry());
 /// - Push: one CAS, never waits. Removals take a remover flag (the head's low bit): one at a
 ///   time, ABA-safe, no node limit; T must be aligned to at least 2 bytes.
@@ -20,7 +20,7 @@ public:
     ConcurrentStack(const ConcurrentStack&) = delete;
     ConcurrentStack& operator=(const ConcurrentStack&) = delete;
 
-    // Returns true if the stack was empty before this push. Lock-free, one CAS when uncontended.
+    // True if the stack was empty before. Lock-free.
     bool Push(T* node) noexcept
     {
         std::uintptr_t head = head_.load(std::memory_order_relaxed);
@@ -34,7 +34,7 @@ public:
         }
     }
 
-    // Removes the newest node, or returns nullptr when empty.
+    // Removes the newest node, or nullptr.
     T* Pop() noexcept
     {
         if (head_.load(std::memory_order_relaxed) == 0)
@@ -43,8 +43,7 @@ public:
         for (;;)
         {
             T* top = Pointer(head);
-            // Only this thread removes, so `top` stays valid while we read its link; pushers
-            // can only put new nodes above it, which makes the exchange below fail and retry.
+            // The only remover: `top` stays valid; a push above it fails the exchange (retry).
             const std::uintptr_t desired = top ? reinterpret_cast<std::uintptr_t>(top->next) : 0;
             if (head_.compare_exchange_weak(head, desired, std::memory_order_acq_rel,
                                             std::memory_order_acquire))
@@ -65,8 +64,7 @@ public:
         return Pointer(head);
     }
 
-    // A snapshot: true if no node was on the stack at the moment of the load. `order` lets a
-    // caller that needs the load in the seq_cst total order ask for it.
+    // True if no node was on the stack at the load (`order`: seq_cst if needed).
     bool IsEmpty(std::memory_order order = std::memory_order_acquire) const noexcept
     {
         return Pointer(head_.load(order)) == nullptr;

@@ -1,6 +1,6 @@
 #pragma once
-// <TC/Core.h>: the kernel -- the suspend protocol, schedulers, timers, converted threads,
-// executors and the intrusive stacks primitives chain waiters on.
+// <TC/Core.h>: the kernel: suspend protocol, schedulers, timers, converted threads, executors,
+// intrusive stacks.
 
 #include <TC/BasicStack.h>
 #include <TC/Checked.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Duration: how long a timed wait may last, in nanoseconds, with one value meaning "no limit".
+// Duration: a timed wait's limit in nanoseconds, or "no limit".
 
 #include <chrono>
 #include <cstdint>
@@ -7,9 +7,8 @@
 
 namespace TC
 {
-// A wait's time limit. Built implicitly from any std::chrono::duration; Duration::Infinite means
-// no limit. Zero and negative durations both mean "already expired": a timed wait with either
-// still publishes its waiter and then times out at once unless it was resumed first.
+// Built implicitly from any std::chrono::duration. Zero or negative: expired (the waiter is still
+// published, then times out at once unless resumed).
 class Duration
 {
 public:

@@ -1,6 +1,5 @@
 #pragma once
-// IExecutor, ParkedWork, ExecutorScope and CurrentExecutor: where a suspended coroutine goes back
-// to, and how an executor states that it is the one running the current work.
+// IExecutor, ParkedWork, ExecutorScope, CurrentExecutor: where a suspended coroutine resumes.
 //   TC::ExecutorScope scope(&myExecutor);  // CurrentExecutor() == &myExecutor on this thread
 
 #include <TC/detail/Export.h>
@@ -11,14 +10,14 @@
 
 namespace TC
 {
-// What a coroutine hands an executor: the handle, and for an unowned chain (a DetachedTask at
-// its bottom) the root to destroy if dropped -- destroy `abandon`, never `handle`.
+// What a coroutine hands an executor: the handle and, for an unowned chain, the root to destroy
+// if dropped (destroy `abandon`, never `handle`).
 struct ParkedWork
 {
     std::coroutine_handle<> handle;
-    std::coroutine_handle<> abandon; // null: somebody owns the chain; dropping it frees nothing
+    std::coroutine_handle<> abandon; // null: the chain is owned; dropping frees nothing
 
-    // Drops the work: frees an unowned chain from its root. Safe on an empty ParkedWork.
+    // Drops the work, freeing an unowned chain. Safe when empty.
     void Abandon() noexcept
     {
         if (auto root = std::exchange(abandon, nullptr))
@@ -27,17 +26,16 @@ struct ParkedWork
     }
 };
 
-// Where a suspended coroutine is handed to be resumed. Both members: any thread, never inline
-// unless documented; a refusing (shut-down) executor throws, the work staying with the caller.
-// Derived classes write `using IExecutor::Submit;`.
+// Resumes handed coroutines. Submit: any thread, never inline unless documented; a refusing
+// executor throws, the work staying with the caller. Derived classes: `using IExecutor::Submit;`.
 class TC_API IExecutor
 {
 public:
     virtual void Submit(std::coroutine_handle<> handle) = 0;
     virtual void Submit(ParkedWork work) = 0;
 
-    // Held by a coroutine parked here until handed back, so a later resumer never reaches a
-    // destroyed executor; once per park. Default: nothing (for executors outliving their work).
+    // Held by a coroutine parked here until handed back (once per park), keeping the executor
+    // alive for its resumer. Default: nothing (for executors outliving their work).
     virtual std::shared_ptr<void> KeepAlive() noexcept { return {}; }
 
 protected:
@@ -47,8 +45,8 @@ protected:
     ~IExecutor() = default;
 };
 
-// While it lives, CurrentExecutor() on this thread answers `executor`; scopes nest. State it once
-// per batch. Never hold one across a suspension ("ExecutorScope held across a suspension").
+// While it lives, CurrentExecutor() on this thread is `executor`; scopes nest. Never across a
+// suspension ("ExecutorScope held across a suspension").
 class TC_API ExecutorScope
 {
 public:
@@ -68,7 +66,7 @@ private:
     const ExecutorScope* outer_;
 };
 
-// The executor of the innermost ExecutorScope on this thread, or nullptr outside every scope.
+// The innermost ExecutorScope's executor on this thread, or nullptr.
 inline IExecutor* CurrentExecutor() noexcept
 {
     const ExecutorScope* scope = ExecutorScope::Innermost();

@@ -1,5 +1,5 @@
 #pragma once
-// ISuspendCallback: what a primitive gives SuspendTask so it can publish the suspended waiter.
+// ISuspendCallback: what a primitive gives SuspendTask to publish the suspended waiter.
 //   struct Waiter : TC::ISuspendCallback
 //   { void OnSuspended(TC::SuspendedTask task) noexcept override; };
 
@@ -10,7 +10,7 @@
 
 namespace TC
 {
-// What a waiter waits on, for diagnostics: address, type, optional name (nullptr: the type's).
+// What a waiter waits on, for diagnostics (name nullptr: the type's).
 struct WaitTarget
 {
     const void* object = nullptr;
@@ -18,26 +18,23 @@ struct WaitTarget
     const char* name = nullptr;
 };
 
-// Implemented by a primitive. Both members run outside any task and must not suspend, yield or
-// wait ("wait inside a callback").
+// Implemented by a primitive. Members run outside any task and must not suspend, yield or wait
+// ("wait inside a callback").
 class TC_API ISuspendCallback
 {
 public:
-    // Once the waiter is off the processor (scheduler thread, waiting thread, or await_suspend):
-    // publish the handle, re-check; if the condition holds, claim it back (atomic exchange) and
-    // ResumeTask it. The waiter may have returned before this returns: after publishing, touch
-    // nothing of its but through a successful claim.
+    // Once the waiter is off the processor (scheduler or waiting thread, await_suspend): publish
+    // the handle, re-check; if the condition holds, claim it back (atomic exchange) and resume it.
+    // After publishing, the waiter may be gone: touch it only through a successful claim.
     virtual void OnSuspended(SuspendedTask task) noexcept = 0;
 
-    // On the timer thread at a SuspendTaskFor deadline, the waiter still suspended (zero or
-    // negative timeout: right after OnSuspended on the waiting thread). True: took the handle
-    // back (the wait returns false); false: a resumer has it (the wait returns true on its
-    // ResumeTask). Never resume here. The default, false, suits primitives without timeouts.
+    // At a SuspendTaskFor deadline (timer thread; zero or negative timeout: right after
+    // OnSuspended). True: took the handle back, the wait returns false; false: a resumer has it.
+    // Never resume here. Default: false (no timeouts).
     virtual bool OnTimeout(SuspendedTask /*task*/) noexcept { return false; }
 
-    // What a waiter with this callback waits on, for reports: by default this object's dynamic
-    // type; a per-wait callback returns the object it stands for. Called only while suspended,
-    // outside the primitive's locks; must not wait.
+    // For reports (default: this object; a per-wait callback returns the object it stands for).
+    // Called only while suspended, outside the primitive's locks.
     virtual WaitTarget WaitedOn() const noexcept { return {this, &typeid(*this), nullptr}; }
 
 protected:

@@ -1,6 +1,5 @@
 #pragma once
-// The suspend protocol: SuspendTask, SuspendTaskFor and ResumeTask, plus the calls that say who
-// is running (GetCurrentTask) and that turn timeouts on (EnableTimers).
+// The suspend protocol: SuspendTask, SuspendTaskFor, ResumeTask; who is running; timers.
 //   TC::SuspendTask(&callback);   // callback.OnSuspended(handle) publishes the handle
 //   TC::ResumeTask(handle);       // elsewhere: the waiter runs again
 
@@ -11,52 +10,47 @@
 
 namespace TC
 {
-// Takes the calling task off the processor, calls callback->OnSuspended(handle) outside any
-// task, and returns once someone passed that handle to ResumeTask.
+// Takes the caller off the processor, calls callback->OnSuspended(handle) outside any task,
+// returns once that handle was passed to ResumeTask.
 /// - From a task or any OS thread but a worker outside a task (threads convert on first wait).
 /// - Checked mode fails "wait inside a callback" in OnSuspended/OnTimeout, and "wait from a place
 ///   that cannot wait" on a worker outside a task (coroutines co_await SuspendTaskAsync) and on
 ///   the timer thread.
 TC_API void SuspendTask(ISuspendCallback* callback);
 
-// SuspendTask with a deadline: the timer thread calls OnTimeout while the waiter is suspended.
-/// - OnTimeout true takes the waiter back: returns false. False: a resumer has the handle, and
-///   this returns true on its ResumeTask. True whenever a ResumeTask ended the wait.
+// SuspendTask with a deadline, at which the timer thread calls OnTimeout.
+/// - Returns false if OnTimeout returned true; true whenever a ResumeTask ended the wait.
 /// - No limit without EnableTimers() or with Duration::Infinite().
-/// - Zero or negative: published, then timed out at once unless resumed; for a task or thread
-///   OnTimeout runs on the waiting thread right after OnSuspended, for a coroutine on the timer.
+/// - Zero or negative: published, then timed out at once unless resumed; OnTimeout runs right
+///   after OnSuspended on the waiting thread (a coroutine's: on the timer thread).
 TC_API bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 
-// Makes a suspended waiter runnable where it was suspended: a task on its scheduler, a thread in
-// its wait, a coroutine on its executor then current (inline if none). Each handle exactly once.
-/// - Any thread, and from a callback.
-/// - From a signal handler only for a converted-thread waiter without checked mode; a task's
-///   resume may allocate and lock (relay through a thread).
+// Makes a waiter runnable where it suspended: a task on its scheduler, a thread in its wait, a
+// coroutine on its executor then current (inline if none). Each handle exactly once.
+/// - Any thread, also from a callback.
+/// - From a signal handler only for a converted-thread waiter without checked mode.
 TC_API void ResumeTask(SuspendedTask task) noexcept;
 
-// Deleted: ResumeTask takes the SuspendedTask OnSuspended received, never a running TaskHandle.
+// Deleted: resume the SuspendedTask OnSuspended received, never a TaskHandle.
 void ResumeTask(TaskHandle task) = delete;
 
-// The calling task, or the calling converted thread (the thread is converted if it was not).
+// The calling task, or the calling thread (converting it).
 TC_API TaskHandle GetCurrentTask() noexcept;
 
 // True inside a stackful task.
 TC_API bool IsInsideTask() noexcept;
 
-// True where a wait runs other work meanwhile: in a task, or on a thread pumping a workerless
-// scheduler. Spinning primitives skip their spin there.
+// True where a wait runs other work: in a task, or on a thread pumping a workerless scheduler.
 TC_API bool WaitRunsOtherWork() noexcept;
 
-// True where a short spin before a wait holds nothing up now: a plain thread, or a task of a
-// worker scheduler with nothing else queued. False on a pumping thread, in a host-pumped task,
-// on a worker outside a task, and while work is queued. Ask again before each spin round.
+// True only where a spin before a wait holds nothing up now: a thread not pumping, or a task of
+// a worker scheduler with nothing else queued. Ask again before each spin round.
 TC_API bool SpinBeforeWaitHoldsNothingUp() noexcept;
 
-// Converts the calling OS thread into a waiter; optional (first wait converts). Idempotent.
+// Converts the calling thread into a waiter (optional: first wait converts). Idempotent.
 TC_API void ConvertCurrentThread() noexcept;
 
-// Starts the one timer thread that owns every deadline; idempotent, thread-safe. Before it,
-// SuspendTaskFor waits without a limit.
+// Starts the timer thread that owns every deadline; idempotent, thread-safe.
 TC_API void EnableTimers();
 
 // True once EnableTimers() has run.

@@ -1,6 +1,6 @@
 #pragma once
-// co_await SuspendTaskAsync(callback) / SuspendTaskForAsync(callback, timeout): the suspend
-// protocol for coroutines; the entry lives in the awaiter, so waiting allocates nothing.
+// co_await SuspendTaskAsync / SuspendTaskForAsync: the suspend protocol for coroutines; waiting
+// allocates nothing.
 //   bool resumed = co_await TC::SuspendTaskForAsync(&callback, std::chrono::milliseconds(5));
 
 #include <TC/Duration.h>
@@ -24,7 +24,7 @@ class SchedulerCore;
 // Deadline bookkeeping of one timed wait; kernel-private.
 struct TimerNode
 {
-    SchedulerCore* countedBy = nullptr; // a parked coroutine's scheduler, which waits for it
+    SchedulerCore* countedBy = nullptr; // the scheduler waiting for this parked coroutine
     std::int64_t deadline = 0; // steady-clock nanoseconds
     TimerNode* child = nullptr;
     TimerNode* sibling = nullptr;
@@ -37,7 +37,7 @@ TC_API void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_hand
                                   std::coroutine_handle<> abandon,
                                   std::shared_ptr<void>& keepAlive) noexcept;
 
-// A promise naming the root of an unowned await chain (UnownedRoot()), for executors that drop it.
+// A promise naming its unowned chain's root (UnownedRoot()), for executors that drop it.
 template <class Promise>
 std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> handle) noexcept
 {
@@ -50,22 +50,20 @@ std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> hand
     else
         return nullptr;
 }
-// False when resumed during OnSuspended with no executor: await_suspend returns false and the
-// coroutine continues at once on this thread.
+// False when resumed during OnSuspended with no executor: the coroutine continues at once.
 TC_API bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
 TC_API bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer,
                                 ISuspendCallback* callback, Duration timeout) noexcept;
-// Checked builds: a frame destroyed while parked leaves the registry; during a pending timed wait
-// it fails "coroutine destroyed during a timed wait".
+// Checked: a frame destroyed while parked leaves the registry; during a timed wait it fails
+// "coroutine destroyed during a timed wait".
 TC_API void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
 
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
 TC_API bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
 } // namespace detail
 
-// co_await it: runs OnSuspended from await_suspend; resumes through CurrentExecutor() as at the
-// suspension (inline on the resumer if none). Holds the executor's KeepAlive() while parked and
-// hands it the chain's unowned root. Await it at once.
+// Runs OnSuspended from await_suspend; resumes through CurrentExecutor() at suspension (inline
+// on the resumer if none), holding its KeepAlive() and handing it the unowned root. Await at once.
 class [[nodiscard("co_await it: SuspendTaskAsync does nothing otherwise")]] SuspendAwaiter
 {
 public:
@@ -94,9 +92,8 @@ private:
     std::shared_ptr<void> keepAlive_;
 };
 
-// The timed form: true if a ResumeTask ended the wait, false on timeout. Do not destroy the
-// coroutine while the wait is pending ("coroutine destroyed during a timed wait"). Parked on a
-// Scheduler from its own work, it holds that scheduler's Stop until it ran there.
+// Timed: true if a ResumeTask ended the wait, false on timeout. Do not destroy the coroutine
+// meanwhile. Parked on a Scheduler from its work, it holds its Stop until it ran there.
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:

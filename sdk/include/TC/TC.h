@@ -1,6 +1,5 @@
 #pragma once
-// <TC/TC.h>: all of ConcurrentTasks in one include (Core, Synchronization, Strands); tests include
-// <TC/Testing.h> separately.
+// <TC/TC.h>: Core, Synchronization and Strands in one include (<TC/Testing.h> apart).
 
 #include <TC/Core.h>
 #if __has_include(<TC/Synchronization.h>)

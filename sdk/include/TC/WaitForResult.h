@@ -1,8 +1,8 @@
 #pragma once
-// WaitForResult and co_await WaitForResultAsync: a primitive's waiting operation written once
-// as a non-blocking attempt, usable from tasks, threads and coroutines with no awaiter to write.
+// WaitForResult, co_await WaitForResultAsync: a primitive's wait written once as a non-blocking
+// attempt, for tasks, threads and coroutines.
 //
-//     std::optional<int> TryPop() noexcept;              // the primitive's non-blocking attempt
+//     std::optional<int> TryPop() noexcept;              // non-blocking
 //     WaitResult<int> r = WaitForResult(notEmpty_, [&]() noexcept { return TryPop(); }, 5ms);
 //     WaitResult<int> c = co_await WaitForResultAsync(notEmpty_, [&]() noexcept { return TryPop(); });
 
@@ -23,8 +23,7 @@ namespace TC
 using Synchronization::WaitQueue;
 using Synchronization::WaitStatus;
 
-// What a waiting operation gave: its value (for an operation with none, just success), or why
-// not -- WaitStatus::TimedOut or WaitStatus::Cancelled.
+// A wait's value (or success), or why not: TimedOut or Cancelled.
 template <class T>
 class WaitResult
 {
@@ -37,10 +36,10 @@ public:
 
     bool HasValue() const noexcept { return value_.has_value(); }
     explicit operator bool() const noexcept { return HasValue(); }
-    // Requires HasValue() (checked mode fails "a WaitResult read without a value").
+    // Requires HasValue() (checked: "a WaitResult read without a value").
     T& operator*() noexcept { return CheckedValue(); }
     T* operator->() noexcept { return &CheckedValue(); }
-    // Why there is no value: TimedOut or Cancelled (Resumed when there is one).
+    // TimedOut or Cancelled; Resumed when there is a value.
     WaitStatus Status() const noexcept { return failure_; }
 
 private:
@@ -82,7 +81,7 @@ struct AttemptValue<bool>
     using Type = void;
 };
 
-// An attempt returns std::optional<T> (T: the operation's value) or bool (no value).
+// An attempt returns std::optional<T> or bool (no value).
 template <class Attempt>
 struct AttemptTraits
 {
@@ -92,7 +91,7 @@ struct AttemptTraits
                   "std::optional<T> or bool");
     static constexpr bool kHasValue = !std::is_same_v<Returned, bool>;
     using Value = typename AttemptValue<Returned>::Type;
-    // Where a hand-off leaves the operation's value (or its being done): the wait's context.
+    // Where a hand-off leaves the value (or its being done).
     using Slot = std::conditional_t<kHasValue, Returned, std::optional<bool>>;
 
     static bool TryInto(Attempt& attempt, Slot& slot) noexcept
@@ -112,7 +111,7 @@ struct AttemptTraits
     }
 };
 
-// What is left of a deadline; Infinite stays infinite.
+// A deadline's rest; Infinite stays infinite.
 class Deadline
 {
 public:
@@ -136,13 +135,12 @@ private:
 };
 } // namespace detail
 
-// Runs `attempt` until it succeeds, waiting on `queue` between tries; the re-check of each wait
-// is the attempt itself (under the queue's rule), so a wake-up is never lost. It does not spin
-// before waiting: a converted thread's wait spins briefly in the kernel already. Gives up after
-// `timeout` in all (unlimited without EnableTimers) or when `stop` is stopped. A resumer may
-// also complete the operation for the oldest waiter with HandOffResult. From a task or a
-// converted thread; a coroutine uses WaitForResultAsync. `attempt` is noexcept, short, never
-// waits and never calls into `queue` (it runs under the queue's lock at publication).
+// Runs `attempt` until it succeeds, waiting on `queue` between tries; it is each wait's
+// re-check (no lost wake-up). No spin.
+/// - Gives up after `timeout` in all (unlimited without EnableTimers) or when `stop` is stopped.
+/// - A resumer may complete the operation for the oldest waiter with HandOffResult.
+/// - From a task or a thread; a coroutine uses WaitForResultAsync.
+/// - `attempt`: noexcept, short, never waits or calls `queue` (runs under its lock).
 template <class Attempt>
 WaitResult<typename detail::AttemptTraits<Attempt>::Value>
 WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::Infinite(),
@@ -156,7 +154,7 @@ WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::In
         return Traits::Done(slot);
     for (;;)
     {
-        // Each wait's re-check is the attempt: a resume that finds nothing waits again.
+        // A resume that finds nothing waits again.
         const WaitStatus status = queue.Wait(mustWait, deadline.Left(), stop, &slot);
         if (status == WaitStatus::TimedOut || status == WaitStatus::Cancelled)
             return WaitResult<typename Traits::Value>(status);
@@ -165,9 +163,8 @@ WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::In
     }
 }
 
-// co_await WaitForResultAsync(queue, attempt, ...): the coroutine form of WaitForResult. With no
-// `stop` given it observes the awaiting Task's token. Resumes on the executor that was current
-// when it suspended. The attempt is stored in the returned Task's frame.
+// WaitForResult for coroutines; without `stop` it observes the awaiting Task's token. Resumes on
+// the executor current at suspension. Stores the attempt in the Task's frame.
 template <class Attempt>
 Strands::Task<WaitResult<typename detail::AttemptTraits<Attempt>::Value>>
 WaitForResultAsync(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::Infinite(),
@@ -191,9 +188,8 @@ WaitForResultAsync(WaitQueue& queue, Attempt attempt, Duration timeout = Duratio
     }
 }
 
-// The resumer's side of a hand-off: gives `value` to the oldest waiter of a WaitForResult whose
-// attempt yields std::optional<T>, moving it only if one was queued. Every waiter of `queue`
-// must wait through WaitForResult(Async) with that same T.
+// Gives `value` to the oldest waiter (attempt yields std::optional<T>), moved only if one
+// waited. Every waiter of `queue` must use WaitForResult(Async) with that T.
 template <class T>
 bool HandOffResult(WaitQueue& queue, T& value) noexcept
 {
@@ -203,8 +199,8 @@ bool HandOffResult(WaitQueue& queue, T& value) noexcept
                          { static_cast<std::optional<T>*>(slot)->emplace(std::move(value)); });
 }
 
-// For an attempt that returns bool: the resumer did the operation on the oldest waiter's behalf
-// (a lock handed over, a permit given); false if nobody waited.
+// For a bool attempt: the resumer did the operation for the oldest waiter (a lock handed
+// over, a permit given); false if nobody waited.
 inline bool HandOffDone(WaitQueue& queue) noexcept
 {
     return queue.HandOff([](void* slot) noexcept

@@ -1,5 +1,5 @@
 #pragma once
-// What Scheduler::StartBulk stores in each task's block: its own copy of the body and its index.
+// What StartBulk stores in each task's block: a copy of the body and the index.
 
 #include <cstddef>
 #include <new>

@@ -1,8 +1,6 @@
 #pragma once
-// DeadlineClock: the "now" a timed wait measures its deadline from (kernel timers, time budgets;
-// not an API for programs): a scaled counter read where the counter is the kernel's clock source,
-// else steady_clock. An upper bound of steady_clock's now, late by at most kDeadlineClockSlackNs
-// (design: guides/design-notes.md).
+// DeadlineClock: the "now" of timed waits (internal): a scaled counter where it is the kernel's
+// clock source, else steady_clock.
 
 #include <TC/detail/Export.h>
 
@@ -10,12 +8,11 @@
 
 namespace TC::detail
 {
-// Never below a steady_clock read that happened before the call; never more than
-// kDeadlineClockSlackNs above one made right after it.
+// Never below a steady_clock read before the call, nor kDeadlineClockSlackNs above one after.
 TC_API std::int64_t DeadlineNowNanoseconds() noexcept;
 
 inline constexpr std::int64_t kDeadlineClockSlackNs = 25'000;
 
-// Whether answers come from the counter now (a calibration exists and nothing turned it off).
+// Whether answers come from the counter now.
 TC_API bool DeadlineClockUsesCounter() noexcept;
 } // namespace TC::detail

@@ -19,12 +19,11 @@
 namespace TC::detail
 {
 #if TC_DETAIL_TSAN
-// The word every SeqCstFence of a TSan build updates: one per process (exported).
+// The word TSan-build fences update (exported).
 TC_API inline std::atomic<unsigned> tsanFenceWord{0};
 #endif
 
-/// A sequentially consistent fence; under ThreadSanitizer (which does not model fences) a seq_cst
-/// RMW of one process-wide word, which orders as the fences would.
+/// A seq_cst fence; under ThreadSanitizer a seq_cst RMW of one process-wide word.
 inline void SeqCstFence() noexcept
 {
 #if TC_DETAIL_TSAN

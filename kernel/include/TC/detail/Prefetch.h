@@ -1,6 +1,5 @@
 #pragma once
-// PrefetchForWrite: fetches a cache line this thread is about to write, in a writable state, so
-// the ownership request overlaps the work before the write (guides/design-notes.md).
+// PrefetchForWrite: fetches a cache line this thread is about to write, in a writable state.
 
 // 1 where the build does not target x86's PREFETCHW (PRFCHW) and it is asked of the processor.
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__PRFCHW__)
@@ -13,8 +12,7 @@
 namespace TC::detail
 {
 #if TC_PREFETCHW_DETECTED_AT_RUN_TIME
-// Whether the processor has PREFETCHW when the build's baseline lacks it; asked once at start-up,
-// no prefetch until then.
+// Whether the processor has PREFETCHW (baseline lacks it); asked at start-up, false before.
 inline bool ProcessorHasPrefetchW() noexcept
 {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -1,13 +1,12 @@
 #pragma once
-// SpinLock: a one-word lock for the few instructions a list or heap update lasts (timer heap,
-// waiter lists).
+// SpinLock: a one-word lock for a few-instruction list or heap update.
 
 #include <atomic>
 #include <thread>
 
 namespace TC::detail
 {
-// One pause of a spin-wait loop: lets the sibling hyperthread run and saves power.
+// One pause of a spin-wait loop.
 inline void CpuRelax() noexcept
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,18 +25,17 @@ inline void SpinPause(unsigned& spins) noexcept
         CpuRelax();
 }
 
-// Guards an intrusive list or heap for a handful of pointer updates, never across SuspendTask or
-// ResumeTask; yields after 64 spins. Meets Lockable (std::lock_guard works).
+// Held for a few pointer updates, never across SuspendTask or ResumeTask. Lockable.
 class SpinLock
 {
 public:
     void lock() noexcept
     {
-        // acquire: what the previous holder wrote under the lock is visible once we own it.
+        // acquire: sees the previous holder's writes.
         while (locked_.exchange(true, std::memory_order_acquire))
         {
             unsigned spins = 0;
-            // relaxed: a plain poll; the exchange above does the synchronizing.
+            // relaxed: a poll; the exchange synchronizes.
             while (locked_.load(std::memory_order_relaxed))
                 SpinPause(spins);
         }
@@ -50,7 +48,7 @@ public:
                !locked_.exchange(true, std::memory_order_acquire);
     }
 
-    // release: publishes what was written under the lock to the next holder.
+    // release: publishes to the next holder.
     void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
 private:

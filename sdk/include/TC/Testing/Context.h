@@ -1,6 +1,5 @@
 #pragma once
-// Context: what a scenario function receives from the primitive test kit: it spawns participants,
-// owns the objects they share, checks results and hands out the run's seeded random numbers.
+// Context: a scenario's handle on its run: participants, shared objects, checks, random numbers.
 
 #include <TC/Strands/Task.h>
 #include <TC/Testing/StressOptions.h>
@@ -21,34 +20,31 @@ namespace detail
 class RunState;
 }
 
-// A blocking participant: a stackful task or a converted thread; waits with SuspendTask or Wait.
+// Runs as a task or a thread.
 using BlockingBody = std::function<void()>;
-// A coroutine participant: called once; the coroutine it returns runs on the run's scheduler.
+// Called once; its coroutine runs on the run's scheduler.
 using CoroutineBody = std::function<TC::Strands::Task<void>()>;
 
-// Handed to the scenario function, which creates shared objects (Make), spawns participants and
-// registers final checks; participants start after it returns, in an order the seed decides.
+// Handed to the scenario; participants start after it returns, in an order the seed decides.
 //   auto& box = ctx.Make<Mailbox>();
 //   ctx.Spawn("taker", [&] { ctx.Check(box.Take() == 1, "the value"); });
 /// - Check, Random and Pick are thread-safe, also for participants; the rest: scenario only.
-/// - It lives until the run ends: participants may keep a reference.
+/// - Lives until the run ends.
 class TC_API Context
 {
 public:
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
-    // The run's seed (also in its Result).
     std::uint64_t Seed() const noexcept;
     Mode RunMode() const noexcept;
 
-    // Constructs a T the participants share, destroyed after all finished and AtEnd ran (reverse
-    // order); never after a lost wake-up (a stuck waiter still refers to it).
+    // Constructs a shared T, destroyed (reverse order) after all finished and AtEnd ran; never
+    // after a lost wake-up.
     template <class T, class... Args>
     T& Make(Args&&... args)
     {
-        // A member of a final wrapper: destroying a privately-derived ISuspendCallback as a member
-        // avoids clang's non-virtual-dtor warning.
+        // A final wrapper's member: avoids clang's non-virtual-dtor warning.
         struct Holder final
         {
             T value;
@@ -60,26 +56,23 @@ public:
         return reference;
     }
 
-    // Adds a blocking participant, a Task or Thread as waiterKinds allows and the seed picks;
-    // `name` names it in reports. Kept alive until the run ends; an exception escaping it
-    // counts as a failed check.
+    // Adds a blocking participant (Task or Thread, within waiterKinds). Kept until the run ends;
+    // an escaping exception is a failed check.
     void Spawn(std::string name, BlockingBody body);
-    // Adds a participant given both ways; it may run as a task, a thread or a coroutine.
+    // Adds one that may run as a task, a thread or a coroutine.
     void Spawn(std::string name, BlockingBody body, CoroutineBody coroutine);
-    // Adds a participant that can only run as a coroutine (whatever waiterKinds says).
+    // Adds a coroutine participant (whatever waiterKinds says).
     void SpawnCoroutine(std::string name, CoroutineBody coroutine);
 
-    // Runs after every participant finished (not after a hang), on the calling thread, in order.
+    // Runs after every participant finished (not after a hang), in order.
     void AtEnd(std::function<void()> check);
 
-    // Records a failed check (reported as `what`) unless `condition` holds. Thread-safe; never
-    // throws or stops the participant.
+    // Records a failed check `what` unless `condition`; returns it. Thread-safe; never throws.
     bool Check(bool condition, std::string_view what);
 
-    // A number from the run's seeded sequence (replays if called in the same order, e.g. from
-    // the scenario function). Thread-safe.
+    // Next of the run's seeded numbers (replays if called in the same order).
     std::uint64_t Random() noexcept;
-    // A number in [0, n) from the same sequence; n must be nonzero.
+    // In [0, n) from the same sequence; n nonzero.
     std::size_t Pick(std::size_t n) noexcept;
 
 private:

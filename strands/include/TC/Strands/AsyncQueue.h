@@ -1,6 +1,5 @@
 #pragma once
-// AsyncQueue<T>: a queue one coroutine parks on and any thread pushes to: the boundary between a
-// producing thread and a consuming coroutine.
+// AsyncQueue<T>: a queue any thread pushes to and one coroutine pops from.
 //   queue.Push(item);                                 // any thread
 //   while (auto item = co_await queue.Pop()) Use(*item); // the one consumer
 
@@ -24,7 +23,7 @@ namespace TC::Strands
 // Which end a full queue sacrifices.
 enum class Overflow : std::uint8_t
 {
-    DropOldest, // the oldest queued item makes room for the new one
+    DropOldest, // the oldest item makes room
     DropNewest, // the new item is refused
 };
 
@@ -44,14 +43,13 @@ enum class PushOutcome : std::uint8_t
 struct PushResult
 {
     PushOutcome outcome = PushOutcome::Admitted;
-    std::size_t displaced = 0; // items DropOldest discarded to admit this one
+    std::size_t displaced = 0; // items DropOldest discarded for this one
 };
 
-// Push and Close never resume the consumer inline (producers often hold locks): they hand it to
-// the ResumeTarget current at its suspension (a strand's state held alive), or the queue's own
-// executor outside every scope. One consumer at a time.
-/// - The queue owns no frame: observe the consumer finishing before destroying it; the
-///   destructor checks no waiter is left (TC_CHECK), HasWaiter() lets a test assert it.
+// Push and Close never resume the consumer inline: they hand it to the ResumeTarget current at
+// its suspension, or the queue's executor outside every scope. One consumer at a time.
+/// - The queue owns no frame: see the consumer finish before destroying it (the destructor
+///   checks no waiter is left; HasWaiter() lets a test assert it).
 template <class T>
 class AsyncQueue
 {
@@ -70,8 +68,8 @@ public:
     AsyncQueue(const AsyncQueue&) = delete;
     AsyncQueue& operator=(const AsyncQueue&) = delete;
 
-    // Any thread; never blocks on or resumes the consumer inline. A throw (memory, T's move)
-    // queues and displaces nothing.
+    // Any thread; never blocks on or resumes the consumer inline. A throw queues and displaces
+    // nothing.
     PushResult Push(T value)
     {
         PushResult result;
@@ -96,8 +94,8 @@ public:
         return result;
     }
 
-    // Any thread: a parked consumer is handed back; Pop() answers std::nullopt once the items
-    // queued before the close are taken. Idempotent.
+    // Any thread: hands a parked consumer back; Pop() answers std::nullopt once the items queued
+    // before are taken. Idempotent.
     void Close()
     {
         PopAwaiter* waiter = nullptr;
@@ -204,9 +202,8 @@ public:
         std::optional<StopCallback<OnStop>> onStop_;
     };
 
-    // co_await queue.Pop(): a value, or std::nullopt once closed and drained. A stop of the flow's
-    // token throws OperationCancelled unless an item or close answered first. Resumes where it
-    // parked.
+    // A value, or std::nullopt once closed and drained; a stop of the flow's token throws
+    // OperationCancelled unless an item or close answered first. Resumes where it parked.
     [[nodiscard("co_await it")]] PopAwaiter Pop() noexcept { return PopAwaiter(*this); }
 
     bool HasWaiter() const

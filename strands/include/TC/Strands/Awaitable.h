@@ -1,5 +1,5 @@
 #pragma once
-// The concepts through which every templated await_suspend of TC::strands reads the promise.
+// The concepts through which TC::strands' await_suspends read the promise.
 
 #include <TC/Strands/StopToken.h>
 

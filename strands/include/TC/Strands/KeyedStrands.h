@@ -1,6 +1,6 @@
 #pragma once
-// KeyedStrands: one strand per key, for state partitioned by a model, a connection or a user; a
-// key with no work has no strand, and retired strands are kept for reuse.
+// KeyedStrands: one strand per key (a model, a connection, a user); a key with no work has no
+// strand.
 //   TC::Strands::KeyedStrands<UserId> users(scheduler);
 //   users.Post(id, [&] { Touch(state[id]); }); // one task at a time per user
 
@@ -26,20 +26,18 @@ struct KeyedStrandsOptions
 {
     std::size_t batch = 64;          // as StrandOptions::batch, per key
     std::size_t initialCapacity = 16; // as StrandOptions::initialCapacity, per key
-    // Around every task of every key, told the key and the task's kind; must call task() once.
+    // Around every task, told the key; must call task() once.
     std::function<void(const Key& key, RunTask& task)> aroundTask;
 };
 
 
 // Each key's work runs one task at a time, in order, on the base; keys run in parallel.
-/// - A key's strand is made (or a kept one taken) when work arrives and retired when its queue
-///   runs dry; up to 32 retired strands and map nodes are kept, so a post to an idle key
-///   allocates only the call (a submit nothing).
-/// - Any member from any thread. Seal() refuses offers (TryPost/TrySubmit); Post/Submit are
-///   admitted until Close(). ~KeyedStrands is Close(): queues dropped, running tasks waited for
-///   but the one it runs inside (see Strand). The base must outlive it.
-/// - What Post/Submit throw reaches the caller; the key's strand then retires as a dry one does,
-///   never left active with nothing queued nor kept twice.
+/// - A key's strand is made (or a kept one reused) when work arrives and retired when its queue
+///   runs dry; up to 32 retired strands and map nodes are kept.
+/// - Any thread. Seal() refuses TryPost/TrySubmit; Post/Submit admitted until Close().
+///   ~KeyedStrands is Close(): queues dropped, running tasks waited for but the one it runs
+///   inside (as Strand). The base must outlive it.
+/// - What Post/Submit throw reaches the caller; the key's strand then retires as a dry one.
 template <class Key, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
 class KeyedStrands
 {
@@ -103,7 +101,7 @@ public:
         Key key_;
     };
 
-    // co_await strands.ResumeOn(key): continue on the key's strand (made if it has none).
+    // co_await strands.ResumeOn(key): continue on the key's strand.
     [[nodiscard("co_await it")]] ResumeOnAwaiter ResumeOn(Key key)
     {
         return ResumeOnAwaiter(*this, std::move(key));
@@ -113,11 +111,11 @@ public:
     void Close() noexcept { registry_->Close(); }
     // True when no key has a strand (every queue ran dry).
     bool Idle() const { return registry_->Idle(); }
-    // Blocks until Idle(), as Strand::WaitIdle waits; woken as keys retire.
+    // Blocks until Idle(), as Strand::WaitIdle.
     void WaitIdle() { registry_->WaitIdle(); }
     bool RunningHere(const Key& key) const { return registry_->RunningHere(key); }
 
-    // For tests and budgets: keys with a strand, kept strands, spare map nodes, strands made.
+    // Keys with a strand, kept strands, spare map nodes, strands made.
     std::size_t ActiveKeys() const { return registry_->ActiveKeys(); }
     std::size_t KeptStrands() const { return registry_->KeptStrands(); }
     std::size_t SpareNodes() const { return registry_->SpareNodes(); }
@@ -130,7 +128,7 @@ private:
         using Fn = std::decay_t<F>;
         if constexpr (detail::kInlineCall<Fn>)
         {
-            // As Strand's post: the callable's bytes are copied only if queued.
+            // As Strand's post.
             if (registry_->template TryQueueInline<Fn, F&&>(key, detail::CallableSource(fn),
                                                             admission))
                 return true;

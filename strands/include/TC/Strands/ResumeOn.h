@@ -1,5 +1,5 @@
 #pragma once
-// co_await ResumeOn{executor}: continue the awaiting coroutine wherever that executor runs things.
+// co_await ResumeOn{executor}: continue where that executor runs things.
 
 #include <TC/Executor.h>
 #include <TC/Strands/detail/ParkedWorkFor.h>
@@ -8,9 +8,8 @@
 
 namespace TC::Strands
 {
-// Hands the coroutine to `executor` as ParkedWork (with its unowned root); it resumes wherever the
-// executor runs it. A refusal (throw) comes out of the co_await here. The executor must outlive
-// the submission; a Strand converts to IExecutor&.
+// Hands the coroutine to `executor` as ParkedWork (with its unowned root). A refusal throws out
+// of the co_await. The executor must outlive the submission.
 struct [[nodiscard("co_await it: ResumeOn does nothing otherwise")]] ResumeOn
 {
     IExecutor& executor;

@@ -1,6 +1,6 @@
 #pragma once
-// ResumeTarget: where an awaitable completed elsewhere hands its coroutine back: the executor
-// current at the suspension, and for a strand a reference keeping its shared state alive.
+// ResumeTarget: where an awaitable hands its coroutine back: the executor current at the
+// suspension (a strand's state kept alive).
 //   TC::Strands::ResumeTarget target = TC::Strands::ResumeTarget::Current();
 //   target.Submit(work); // later, from any thread
 
@@ -21,8 +21,8 @@ TC_API std::shared_ptr<StrandCore> RunningStrandFor(IExecutor* executor) noexcep
 namespace TC::Strands
 {
 
-// Holds a strand's shared state across the park (a raw IExecutor* would dangle); once closed, the
-// strand drops what it is given. No reference for other executors. Copyable; any thread.
+// Holds a strand's shared state across the park (once closed, it drops what it is given); other
+// executors are not held. Copyable; any thread.
 class ResumeTarget
 {
 public:
@@ -33,7 +33,7 @@ public:
     {
     }
 
-    // What CurrentExecutor() answers here (a strand's state held); empty outside every scope.
+    // CurrentExecutor() here; empty outside every scope.
     static ResumeTarget Current()
     {
         IExecutor* executor = CurrentExecutor();
@@ -51,7 +51,7 @@ public:
     explicit operator bool() const noexcept { return executor_ != nullptr; }
     IExecutor* Executor() const noexcept { return executor_; }
 
-    // Hands the work to the executor; throws what it throws (a refusal), work left with caller.
+    // Hands the work over; a refusal throws, the work left with the caller.
     void Submit(ParkedWork work) const { executor_->Submit(work); }
 
 private:

@@ -1,6 +1,5 @@
 #pragma once
-// RunTask and TaskKind: what a strand's around-task hook is given -- one queued task, told
-// whether it is a posted callable or a coroutine resumption, to run exactly once.
+// RunTask and TaskKind: the one queued task a strand's around-task hook runs exactly once.
 //   options.aroundTask = [](TC::Strands::RunTask& task) { Transaction scope; task(); };
 
 #include <TC/detail/Export.h>
@@ -15,19 +14,19 @@
 
 namespace TC::Strands
 {
-// What a strand's queue entry is (a hook may install a context around resumptions only).
+// What a strand's queue entry is.
 enum class TaskKind : std::uint8_t
 {
     Call,       // a callable given to Post/TryPost
-    Resumption, // a coroutine given to Submit/TrySubmit (ResumeOn, a wake-up, an AsyncQueue pop)
+    Resumption, // a coroutine given to Submit/TrySubmit
 };
 
 } // namespace TC::Strands
 
 namespace TC::detail
 {
-// A posted callable that cannot live in its entry, in the post's one allocation; allocated
-// before the lock, moved in once admitted, so a refused TryPost leaves it untouched.
+// A posted callable too big for its entry, in the post's one allocation; moved in once
+// admitted.
 class CallBase
 {
 public:
@@ -58,8 +57,7 @@ public:
         ::operator delete(storage);
     }
 
-    // Forwards the callable (reference type Src) into `storage` from ::operator new: moved from
-    // an rvalue, copied from an lvalue.
+    // Forwards the callable (reference type Src) into `storage` from ::operator new.
     template <class Src>
     static CallBase* ConstructFrom(void* storage, void* source)
     {
@@ -71,7 +69,7 @@ private:
     F fn_;
 };
 
-// Room in an entry for a small, trivially copyable and destructible callable (no allocation).
+// Fits in an entry: small, trivially copyable and destructible.
 inline constexpr std::size_t kInlineCallSize = 3 * sizeof(void*);
 
 template <class F>
@@ -80,8 +78,7 @@ inline constexpr bool kInlineCall = sizeof(F) <= kInlineCallSize &&
                                     std::is_trivially_copyable_v<F> &&
                                     std::is_trivially_destructible_v<F>;
 
-// One queue entry, 32 bytes aligned to 32 (two per line; guides/design-notes.md). `run` says
-// what the words hold:
+// One queue entry, 32 bytes aligned to 32. `run` says what the words hold:
 //   nullptr          a coroutine: words[0..7] its handle, words[8..15] the root to free if it is
 //                    dropped (or nothing at all: a default entry)
 //   &RunHeldCall     a call in its own allocation: words[0..7] its CallBase*
@@ -111,7 +108,7 @@ struct TC_API alignas(32) StrandEntry
         return std::coroutine_handle<>::from_address(LoadWord(0));
     }
 
-    // Frees what the entry owns without running it: the call, or an unowned chain's root.
+    // Frees what it owns without running it: the call, or an unowned chain's root.
     void Drop() noexcept
     {
         if (run == &RunHeldCall)
@@ -130,7 +127,7 @@ struct TC_API alignas(32) StrandEntry
 private:
     static void RunHeldCall(void* words) { (*static_cast<CallBase**>(words))->Run(); }
     CallBase* HeldCall() const noexcept { return static_cast<CallBase*>(LoadWord(0)); }
-    // The words hold pointers as bytes: memcpy, no aliasing questions.
+    // Pointers held as bytes: memcpy.
     void* LoadWord(std::size_t index) const noexcept
     {
         void* word;
@@ -144,7 +141,7 @@ private:
 };
 static_assert(sizeof(StrandEntry) == 32);
 
-// Constructs an inline call in `entry` from the callable (bytes copied; the source unchanged).
+// Constructs an inline call in `entry` (bytes copied; the source unchanged).
 template <class F>
 struct InlineCall
 {
@@ -164,8 +161,8 @@ struct InlineCall
 namespace TC::Strands
 {
 
-// The task a hook wraps: call it exactly once, on the hook's thread, inside the hook (an unrun task
-// is dropped as a closed strand drops it). Its exception comes out of operator() and the pump.
+// Call it exactly once, on the hook's thread, inside the hook (an unrun task is dropped as a
+// closed strand drops it). Its exception comes out of operator() and the pump.
 class RunTask
 {
 public:

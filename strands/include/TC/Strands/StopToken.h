@@ -1,14 +1,12 @@
 #pragma once
-// StopToken, StopSource, StopCallback and NoStopState: cooperative cancellation, the standard
-// library's own types, so a token crosses into and out of std code unchanged.
+// StopToken, StopSource, StopCallback, NoStopState: cooperative cancellation (the std types).
 
 #include <stop_token>
 
 namespace TC::Strands
 {
-// request_stop() is true once, running every callback once on the requester before it returns; a
-// callback made on a stopped token runs in its constructor. ~StopCallback waits for its callback
-// running elsewhere (not from inside it). Copies share state.
+// request_stop() is true once, running each callback once on the requester before returning; one
+// made on a stopped token runs in its constructor. ~StopCallback waits for it running elsewhere.
 using StopToken = std::stop_token;
 using StopSource = std::stop_source;
 template <class F>

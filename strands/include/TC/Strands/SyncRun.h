@@ -9,8 +9,7 @@
 namespace TC::Strands
 {
 // Starts `task` on this thread and returns its result (rethrowing). It must complete
-// synchronously; one still parked leaks its frame (something points into it) and throws
-// std::logic_error.
+// synchronously; one still parked leaks its frame and throws std::logic_error.
 template <class T>
 T SyncRun(Task<T> task)
 {

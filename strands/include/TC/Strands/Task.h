@@ -1,6 +1,6 @@
 #pragma once
-// Task<T>: a lazy coroutine producing one T (or nothing), awaited once, started by its awaiter and
-// handing control back when done; its frame is owned by whoever awaits it (owned downward).
+// Task<T>: a lazy coroutine producing one T (or nothing), started by its one awaiter, which owns
+// its frame and gets control back when it is done.
 //   TC::Strands::Task<int> Answer() { co_return 42; }
 //   TC::Strands::Task<void> Caller() { int value = co_await Answer(); }
 
@@ -24,8 +24,7 @@ namespace TC::Strands
 template <class T = void>
 class Task;
 
-// Task starts that may nest on one thread's native stack (each level still in its start); checked
-// mode refuses the level beyond by name instead of overflowing.
+// Task starts that may nest on one thread's stack; checked mode refuses the next by name.
 inline constexpr std::uint32_t kTaskNestingLimit = 10000;
 
 } // namespace TC::Strands
@@ -35,8 +34,7 @@ namespace TC::detail
 class ChainFrame;
 class TaskPromiseBase;
 
-// The move-only owner of one Task frame; freeing it frees the frames beneath, deepest first, in
-// constant native stack (Reset()).
+// Move-only owner of one Task frame; freeing it frees the frames beneath (Reset()).
 class TC_API TaskFrame
 {
 public:
@@ -56,8 +54,8 @@ public:
     TaskFrame& operator=(const TaskFrame&) = delete;
     ~TaskFrame() { Reset(); }
 
-    // Destroys the frame and every frame it awaits (Tasks, WhenAll/WhenAny children in order),
-    // deepest first, each completely before its awaiter, in a loop.
+    // Destroys the frame and every frame it awaits (combinator children in order), deepest
+    // first, each before its awaiter, in constant stack.
     void Reset() noexcept;
     TaskPromiseBase* Release() noexcept { return std::exchange(promise_, nullptr); }
     TaskPromiseBase* Get() const noexcept { return promise_; }
@@ -67,12 +65,11 @@ private:
     TaskPromiseBase* promise_ = nullptr;
 };
 
-// What a ChainFrame can be suspended on that owns frames (a combinator's awaiter), freed by
-// TaskFrame::Reset's loop instead of recursion.
+// A frame-owning thing a ChainFrame suspends on (a combinator's awaiter), for Reset's loop.
 class AwaitedFrames
 {
 public:
-    // Takes the next still-owned frame out, for the caller to free; null once none is left.
+    // Takes the next owned frame out for the caller to free; null when none is left.
     virtual ChainFrame* TakeFrame() noexcept = 0;
 
 protected:
@@ -82,16 +79,14 @@ protected:
     ~AwaitedFrames() = default;
 };
 
-// A coroutine frame TaskFrame::Reset frees in its loop: its handle and the await-chain links,
-// set only while it is suspended awaiting.
+// A frame TaskFrame::Reset frees: its handle and await-chain links (set while suspended).
 class ChainFrame
 {
 public:
-    // This frame, as its handle; set once by get_return_object.
+    // Set once by get_return_object.
     std::coroutine_handle<> Frame() const noexcept { return self_; }
 
-    // A frame awaiting this Task suspends on it: until ResumedAwaiting(), tearing the awaiter down
-    // frees this one first.
+    // `awaiting` suspends on this frame: until ResumedAwaiting(), its teardown frees this first.
     void SuspendedAwaiting(ChainFrame& awaiting, TaskFrame& slot) noexcept
     {
         awaiting.awaited_ = &slot;
@@ -103,7 +98,7 @@ public:
             awaiting_->awaited_ = nullptr;
     }
 
-    // This frame suspends on `frames`: until ResumedOnFrames(), tearing it down frees those first.
+    // Suspends on `frames`: until ResumedOnFrames(), teardown frees those first.
     void SuspendedOnFrames(AwaitedFrames& frames) noexcept { awaitedFrames_ = &frames; }
     void ResumedOnFrames() noexcept { awaitedFrames_ = nullptr; }
 
@@ -118,24 +113,23 @@ protected:
 private:
     friend class TaskFrame;
 
-    // Takes the next frame owned through what it is suspended on, or null.
+    // Next frame owned through what it is suspended on, or null.
     ChainFrame* TakeAwaited() noexcept;
 
     std::coroutine_handle<> self_;
-    // The awaiter's slot owning the Task frame this one is suspended awaiting, or null.
+    // Slot owning the Task frame this one awaits, or null.
     TaskFrame* awaited_ = nullptr;
-    // The combinator's awaiter this one is suspended on, or null.
+    // Combinator awaiter this one is suspended on, or null.
     AwaitedFrames* awaitedFrames_ = nullptr;
-    // The frame awaiting this one: set with its awaited_, or by the teardown taking this frame.
+    // The frame awaiting this one (set with its awaited_, or by teardown).
     ChainFrame* awaiting_ = nullptr;
 };
 
-// What every Task promise carries: the awaiter to transfer to, the inherited stop token, the
-// unowned chain's root, and what escaped the body.
+// Every Task promise's state: awaiter, inherited stop token, unowned root, escaped exception.
 class TaskPromiseBase : public ChainFrame
 {
 public:
-    // Ends the body: transfers to a suspended awaiter, else returns to whoever resumed it.
+    // Transfers to a suspended awaiter, else returns to the resumer.
     struct FinalAwaiter
     {
         bool await_ready() const noexcept { return false; }
@@ -143,15 +137,13 @@ public:
         std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept
         {
             TaskPromiseBase& promise = self.promise();
-            // Read before the handshake: the awaiter may free the frame once it learns the end.
+            // Read first: after the handshake the awaiter may free the frame.
             const std::coroutine_handle<> continuation = promise.continuation_;
-            // A root, or a frame that never suspended (still its start, on the awaiter's thread):
-            // no handshake.
+            // A root, or never suspended (still in its start): no handshake.
             if (!continuation || !promise.suspendedOnce_)
                 return std::noop_coroutine();
             if (!promise.FinishedSecond())
                 return std::noop_coroutine(); // the awaiter is still deciding
-            // The awaiter suspended: transfer to it on this thread.
             return continuation;
         }
         void await_resume() const noexcept {}
@@ -164,8 +156,8 @@ public:
     const Strands::StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
 
-    // Every co_await in the body: a Task's awaiter marks this frame only where it stays
-    // suspended; anything else is wrapped to mark it before the awaiter's await_suspend.
+    // A Task's awaiter marks this frame only where it stays suspended; other awaiters are
+    // wrapped to mark it before their await_suspend.
     template <class U>
     typename ::TC::Strands::Task<U>::Awaiter await_transform(::TC::Strands::Task<U>&& task) noexcept
     {
@@ -177,19 +169,17 @@ public:
         return MarkAwait(std::forward<Operand>(operand), *this);
     }
 
-    // Whether the body has suspended (or begun to); read by the awaiter after the start and by
-    // the final suspension.
+    // Whether the body has suspended (or begun to).
     bool SuspendedOnce() const noexcept { return suspendedOnce_; }
 
-    // Notes that this frame suspends: written only inside its start, on the starting thread;
-    // later resumers only read it.
+    // Written only inside its start, on the starting thread.
     void MarkSuspended() noexcept
     {
         if (!suspendedOnce_)
             suspendedOnce_ = true;
     }
 
-    // Names the awaiting coroutine; StartAwaited starts it. A root task has none.
+    // The awaiting coroutine (a root task has none).
     void SetContinuation(std::coroutine_handle<> continuation) noexcept
     {
         continuation_ = continuation;
@@ -197,7 +187,7 @@ public:
     void SetToken(Strands::StopToken token) noexcept { token_ = std::move(token); }
     void SetUnownedRoot(std::coroutine_handle<> root) noexcept { unownedRoot_ = root; }
 
-    // Copies what the awaiting promise carries, through the concepts of Awaitable.h.
+    // Copies what the awaiting promise carries (Awaitable.h concepts).
     template <class AwaitingPromise>
     void InheritFrom(AwaitingPromise& awaiting) noexcept
     {
@@ -207,10 +197,8 @@ public:
             unownedRoot_ = awaiting.UnownedRoot();
     }
 
-    // Starts this frame for its awaiter; false when it finished during the start (constant stack
-    // in a loop), true when its final suspension will resume the awaiter. Checked mode refuses
-    // nesting beyond kTaskNestingLimit. `awaiting` (a Task awaiter's promise) is marked suspended
-    // before the handshake that may leave it so.
+    // Starts this frame: false if it finished during the start, true if its final suspension
+    // will resume the awaiter. `awaiting` is marked suspended before the handshake.
     bool StartAwaited(TaskPromiseBase* awaiting) noexcept;
 
 protected:
@@ -221,22 +209,20 @@ protected:
     }
 
 private:
-    // The StartAwaited/FinalAwaiter handshake (maybe on two threads): whichever exchanges second
-    // continues the awaiter. acq_rel both ways (acquire on the awaiter's first look): each side
-    // sees what the other left.
+    // StartAwaited/FinalAwaiter handshake: the second to exchange continues the awaiter.
+    // acq_rel (acquire on the first look): each side sees what the other left.
     enum Handoff : std::uint8_t
     {
         kUndecided,
-        kFinished,         // the frame reached its final suspension first
-        kAwaiterSuspended, // the awaiter decided to stay suspended first
+        kFinished,         // the frame finished first
+        kAwaiterSuspended, // the awaiter suspended first
     };
-    // The final suspension's side: true where the awaiter already suspended (resume it).
+    // Final suspension's side: true if the awaiter suspended (resume it).
     bool FinishedSecond() noexcept
     {
         return handoff_.exchange(kFinished, std::memory_order_acq_rel) == kAwaiterSuspended;
     }
-    // The awaiter's side after a start in which the frame suspended: true where it must stay
-    // suspended (a look suffices if finished); the awaiting Task is marked before the exchange.
+    // Awaiter's side after a suspending start: true if it must stay suspended.
     bool AwaiterSuspendedFirst(TaskPromiseBase* awaiting) noexcept
     {
         if (handoff_.load(std::memory_order_acquire) == kFinished)
@@ -247,8 +233,7 @@ private:
     }
 
     std::coroutine_handle<> continuation_;
-    // Whether the body ever suspended (or began to): if not, start and final suspension ran on one
-    // thread and skip the handshake. Written only during the start, read after it on that thread.
+    // False: start and final suspension ran on one thread and skip the handshake.
     bool suspendedOnce_ = false;
     std::atomic<Handoff> handoff_{kUndecided};
     Strands::StopToken token_;
@@ -257,15 +242,14 @@ private:
 };
 
 #if TC_CHECKED
-// Task starts nested on this thread's stack, for checked mode's limit (saved and restored around
-// each start, so it cannot drift).
+// Task starts nested on this thread's stack (checked mode).
 inline std::uint32_t& NestedStarts() noexcept
 {
     thread_local std::uint32_t nested = 0;
     return nested;
 }
 
-// Counts one nested start for its lifetime, refusing one beyond the limit.
+// Counts one nested start for its lifetime, refusing one past the limit.
 class NestedStart
 {
 public:
@@ -284,7 +268,7 @@ private:
     std::uint32_t outer_;
 };
 #else
-// Outside checked mode nothing counts the nesting: a start costs no thread-local access.
+// Unchecked: nesting is not counted.
 class NestedStart
 {
 public:
@@ -301,17 +285,16 @@ inline bool TaskPromiseBase::StartAwaited(TaskPromiseBase* awaiting) noexcept
         [[maybe_unused]] const NestedStart nested;
         Frame().resume();
     }
-    // Never suspended: finished inside the start on this thread; no atomic operation either side.
+    // Never suspended: finished inside the start, no atomics.
     if (!suspendedOnce_)
         return false;
-    // The body's results are read only after the handshake says finished; otherwise nothing of
-    // the frame or awaiter is touched after the exchange.
+    // Nothing of the frame or awaiter is touched after the exchange unless it says finished.
     return AwaiterSuspendedFirst(awaiting);
 }
 
 inline ChainFrame* ChainFrame::TakeAwaited() noexcept
 {
-    // A frame is suspended on one Task or one combinator at a time, never both.
+    // Suspended on one Task or one combinator, never both.
     if (TaskFrame* slot = std::exchange(awaited_, nullptr))
         return slot->Release();
     if (awaitedFrames_)
@@ -324,8 +307,8 @@ inline void TaskFrame::Reset() noexcept
     ChainFrame* const top = std::exchange(promise_, nullptr);
     if (!top)
         return;
-    // A stackless post-order walk of the frames beneath `top`: each frame taken records where it
-    // was taken, the walk climbs back after destroying it; owners are empty when destroyed.
+    // Stackless post-order walk: each frame taken records its parent to climb back to; owners
+    // are empty when destroyed.
     for (ChainFrame* frame = top;;)
     {
         while (ChainFrame* const child = frame->TakeAwaited())
@@ -377,7 +360,7 @@ public:
 
 [[noreturn]] inline void ThrowEmptyTask(const char* what)
 {
-    // A precondition violation that survives Release builds: fix the call, do not catch it.
+    // A precondition violation in every build: fix the call.
     throw std::logic_error(what);
 }
 } // namespace TC::detail
@@ -385,15 +368,13 @@ public:
 namespace TC::Strands
 {
 
-// Starts suspended: runs when awaited (co_await std::move(task)) or when its owner resumes
-// Handle(). Awaiting moves the frame into the awaiter (the task is empty after); it inherits the
-// awaiting coroutine's stop token and unowned root (stack: guides/coroutines.md).
-/// - Awaiting a task that finishes without suspending costs no stack once over and no atomic
-///   operation: constant stack in a loop, every build.
-/// - Any awaiter can be awaited in the body, even one neither movable nor copyable (used in place).
-/// - A task that suspends resumes its awaiter from its final suspension, on the finishing thread,
-///   exactly once.
-/// - Nested starts cost a few frames per level; checked mode refuses the start beyond
+// Starts suspended: runs when awaited (co_await std::move(task), emptying the task) or when its
+// owner resumes Handle(). Inherits the awaiter's stop token and unowned root.
+/// - Awaiting a task that finishes without suspending uses no stack once over: constant stack in
+///   a loop.
+/// - Any awaiter can be awaited in the body, even one neither movable nor copyable.
+/// - A task that suspends resumes its awaiter once, from its final suspension, on that thread.
+/// - Nested starts cost a few frames per level; checked mode refuses one beyond
 ///   kTaskNestingLimit on one thread ("Task awaits nested too deep").
 /// - The frame lives as long as its owning Task or awaiter. Destroying a suspended task destroys
 ///   its chain (safe only if nothing will resume it), deepest first, in constant stack.
@@ -422,19 +403,17 @@ public:
         // An empty task is ready; await_resume refuses it with std::logic_error.
         bool await_ready() const noexcept { return !frame_ || frame_.Get()->Frame().done(); }
 
-        // Starts the task; continues at once if it finished during the start, else stays
-        // suspended until its final suspension resumes it (on that thread).
+        // Starts the task; continues at once if it finished, else when its end resumes it.
         template <class AwaitingPromise>
         bool await_suspend(std::coroutine_handle<AwaitingPromise> awaiting) noexcept
         {
             promise_type& promise = PromiseOf(frame_);
             promise.SetContinuation(awaiting);
             promise.InheritFrom(awaiting.promise());
-            // A Task or combinator runner awaiting: linked for TaskFrame::Reset; any other
-            // coroutine (DetachedTask) frees it by destroying this awaiter.
+            // Chain frames link for Reset; others (DetachedTask) free it with this awaiter.
             if constexpr (std::is_base_of_v<detail::ChainFrame, AwaitingPromise>)
                 promise.SuspendedAwaiting(awaiting.promise(), frame_);
-            // An awaiting Task is marked suspended only where this await may leave it so.
+            // Marks an awaiting Task suspended only where this await may leave it so.
             if constexpr (std::is_base_of_v<detail::TaskPromiseBase, AwaitingPromise>)
                 return promise.StartAwaited(&awaiting.promise());
             else
@@ -454,18 +433,18 @@ public:
         detail::TaskFrame frame_;
     };
 
-    // The awaiter owns the frame from here on: the Task is empty afterwards.
+    // The awaiter takes the frame; the Task is empty after.
     Awaiter operator co_await() && noexcept { return Awaiter(std::move(frame_)); }
 
-    // True when the frame finished, and for a task owning no frame (Result() checks both).
+    // The frame finished, or there is none.
     bool Done() const noexcept
     {
         return !frame_ || frame_.Get()->Frame().done();
     }
     bool OwnsFrame() const noexcept { return static_cast<bool>(frame_); }
 
-    // The value (moved out; once), or the body's exception rethrown; a task owning no frame or
-    // not finished is refused with std::logic_error.
+    // The value (moved out, once) or the body's exception; no frame or not finished:
+    // std::logic_error.
     T Result()
     {
         if (!frame_)
@@ -475,20 +454,19 @@ public:
         return PromiseOf(frame_).TakeResult();
     }
 
-    // For an owner that drives a root task itself: resume it once to start it.
+    // For an owner driving a root task: resume it once to start it.
     Handle GetHandle() const noexcept
     {
         return frame_ ? Handle::from_promise(PromiseOf(frame_)) : Handle();
     }
-    // Hands the frame to the caller to destroy (the task is empty); its destroy() frees the Task
-    // frames it awaits too.
+    // Hands the frame to the caller to destroy (also frees the Task frames it awaits).
     Handle Release() noexcept
     {
         detail::TaskPromiseBase* const promise = frame_.Release();
         return promise ? Handle::from_promise(static_cast<promise_type&>(*promise)) : Handle();
     }
 
-    // Gives a root task its flow's token, before it starts; an awaited task takes its awaiter's.
+    // A root task's token, set before it starts (an awaited task takes its awaiter's).
     void SetStopToken(StopToken token) noexcept
     {
         if (frame_)

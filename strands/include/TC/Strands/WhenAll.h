@@ -1,5 +1,5 @@
 #pragma once
-// WhenAll: start every Task<void> and resume the awaiting coroutine once all have finished.
+// WhenAll: start every Task<void>; resume the awaiter once all finished.
 
 #include <TC/Strands/detail/Join.h>
 

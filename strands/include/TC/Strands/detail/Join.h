@@ -1,8 +1,7 @@
 #pragma once
-// The one runner, join state and awaiter that WhenAll and WhenAny are written over; the mode
-// supplies what a child finishing does and the token each child observes. For an unowned chain
-// each runner is its child's unowned root, so a dropped child frees itself alone, counts as
-// arrived, and the last arrival frees the awaiting chain exactly once (design notes).
+// The runner, join state and awaiter under WhenAll and WhenAny; the mode decides what a child's
+// end does and which token it observes. In an unowned chain a dropped child frees itself alone,
+// counts as arrived, and the last arrival frees the awaiting chain once (design notes).
 
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/StopToken.h>
@@ -37,8 +36,8 @@ enum class ChildOutcome : std::uint8_t
     Failed,    // anything else escaped
 };
 
-// Frees the root of an awaiting chain a child's abandonment left to nobody; a nested call on this
-// thread leaves its root to the outer loop, so nested unowned combinators free in constant stack.
+// Frees the root of an awaiting chain a child's abandonment orphaned; a nested call leaves its
+// root to the outer loop (constant stack).
 TC_API inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 {
     thread_local std::coroutine_handle<>* pending = nullptr;
@@ -60,8 +59,8 @@ TC_API inline void FreeAbandonedRoot(std::coroutine_handle<> root) noexcept
 inline constexpr std::size_t kNoWinner = std::numeric_limits<std::size_t>::max();
 inline constexpr std::size_t kFailedFirst = kNoWinner - 1;
 
-// The race state, held by shared_ptr: each call that can run foreign code (request_stop) holds a
-// reference or a copy of the stop source meanwhile.
+// The race state (shared_ptr): a call that can run foreign code (request_stop) holds a reference
+// or a copy of the stop source meanwhile.
 class JoinState
 {
 public:
@@ -81,11 +80,10 @@ public:
     };
 
     JoinMode mode_;
-    // Children still running, plus one the starter holds until all started (so the awaiter is not
-    // resumed while the starter still touches it).
+    // Children still running, plus one the starter holds until all started.
     std::atomic<std::size_t> remaining_;
     std::coroutine_handle<> parent_;
-    // The awaiting chain's unowned root, or null where somebody owns it.
+    // The awaiting chain's unowned root, or null.
     std::coroutine_handle<> parentRoot_;
     std::atomic<bool> abandoned_{false}; // a child's chain was dropped: the parent never resumes
     Strands::StopSource childSource_{Strands::NoStopState};
@@ -112,8 +110,8 @@ public:
             {
                 if (outcome == ChildOutcome::Failed)
                     ClaimEscape(std::move(escape));
-                // Our own decrement is still to come, so losers unwinding here cannot resume the
-                // awaiter; the copy keeps the stop state alive.
+                // Our own decrement is still to come: losers cannot resume the awaiter here; the
+                // copy keeps the stop state alive.
                 Strands::StopSource keep = childSource_;
                 keep.request_stop();
             }
@@ -122,8 +120,8 @@ public:
         return next ? next : std::noop_coroutine();
     }
 
-    // A child's chain was dropped by its executor: WhenAny takes it as settling the race and
-    // stops the others; WhenAll stops nobody.
+    // A child's chain was dropped: WhenAny settles the race and stops the others; WhenAll stops
+    // nobody.
     void ChildAbandoned() noexcept
     {
         abandoned_.store(true, std::memory_order_relaxed); // ordered by remaining_
@@ -135,12 +133,11 @@ public:
         (void)Arrive();
     }
 
-    // Counts one arrival; the last returns the awaiting coroutine -- or, after an abandonment,
-    // frees its chain from the root (maybe this state) and returns null; others return null.
+    // Counts one arrival; the last returns the awaiting coroutine, or after an abandonment frees
+    // its chain from the root (maybe this state); others and that return null.
     std::coroutine_handle<> Arrive() noexcept
     {
-        // acq_rel: the last arrival acquires every child's writes before resuming or freeing the
-        // awaiting coroutine.
+        // acq_rel: the last arrival sees every child's writes.
         if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1)
             return {};
         if (!abandoned_.load(std::memory_order_relaxed))
@@ -157,8 +154,8 @@ private:
     }
 };
 
-// The coroutine running one child: carries its token and, for an unowned chain, is its unowned
-// root (a dropped child frees itself alone). A ChainFrame, freed by the awaiting Task's teardown.
+// Runs one child with its token; in an unowned chain its unowned root. A ChainFrame, freed by the
+// awaiting Task's teardown.
 class JoinRunner
 {
 public:
@@ -182,7 +179,7 @@ public:
         promise_type() noexcept = default;
         promise_type(const promise_type&) = delete;
         promise_type& operator=(const promise_type&) = delete;
-        // Destroyed with slot_ set: an executor dropped the chain; not freed again, and counted.
+        // Destroyed with slot_ set: dropped by an executor; counted, not freed again.
         ~promise_type()
         {
             if (UniqueCoroHandle<promise_type>* slot = std::exchange(slot_, nullptr))
@@ -226,8 +223,8 @@ public:
         std::size_t index_ = 0;
         Strands::StopToken token_;
         std::coroutine_handle<> unownedRoot_; // this runner's own frame, or null when owned
-        // The awaiter's slot owning this frame, set from start to final suspension where the
-        // chain is unowned (only then can an abandon destroy it).
+        // The awaiter's slot owning this frame, set from start to final suspension in an unowned
+        // chain.
         UniqueCoroHandle<promise_type>* slot_ = nullptr;
         ChildOutcome outcome_ = ChildOutcome::Completed;
         std::exception_ptr escape_;
@@ -242,8 +239,7 @@ inline JoinRunner RunJoinChild(::TC::Strands::Task<void> task)
 }
 
 // Awaited by the joining coroutine: owns the children's tasks until they start and the runners
-// until destroyed (but those an abandon freed). A Task awaiting it takes the runners out one by
-// one at teardown (TakeFrame), so nested combinators do not nest destructors.
+// (but those an abandon freed). An awaiting Task's teardown takes them out (TakeFrame).
 template <JoinMode Mode>
 class [[nodiscard("co_await it: WhenAll/WhenAny do nothing otherwise")]] JoinAwaiter final
     : public AwaitedFrames
@@ -291,7 +287,7 @@ public:
         runners_.reserve(count);
         for (std::size_t i = 0; i < count; ++i)
         {
-            // Allocations may throw: nothing started, the awaiter stays at its co_await.
+            // May throw: nothing started.
             runners_.emplace_back(RunJoinChild(std::move(tasks_[i])).handle);
             auto& promise = runners_.back().GetPromise();
             promise.state_ = state;
@@ -304,7 +300,7 @@ public:
             const Strands::StopToken childToken = state->childSource_.get_token();
             for (auto& runner : runners_)
                 runner.GetPromise().token_ = childToken;
-            // Inline if the flow was already cancelled: every child starts stopped.
+            // Inline if already cancelled: every child starts stopped.
             state->bridge_.emplace(parentToken_, JoinState::Bridge{state->childSource_});
         }
         else
@@ -338,8 +334,8 @@ public:
             [[maybe_unused]] const NestedStart nested;
             handle.resume();
         }
-        // Our own arrival: the last resumes the awaiting coroutine (by not suspending here) or
-        // frees its chain. Nothing of `this` is touched after it.
+        // Our own arrival: the last resumes the awaiter (by not suspending) or frees its chain.
+        // Nothing of `this` is touched after it.
         return !join.Arrive();
     }
 

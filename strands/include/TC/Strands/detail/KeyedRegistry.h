@@ -1,6 +1,6 @@
 #pragma once
-// KeyedRegistry: the shared state behind KeyedStrands: the key-to-strand map, the retired strands
-// and map nodes kept for reuse, and KeyedCore, the strand that retires itself when dry.
+// KeyedRegistry: KeyedStrands' shared state: the key-to-strand map, kept strands and nodes, and
+// KeyedCore, a strand that retires itself when dry.
 
 #include <TC/Executor.h>
 #include <TC/Strands/RunTask.h>
@@ -26,9 +26,7 @@ namespace TC::detail
 // Retired strands and map nodes kept for reuse.
 inline constexpr std::size_t kKeptStrands = 32;
 
-// The registry's lock: taken by every post and every dry turn, held for a lookup and a push (which
-// may make a strand, hand a pump to the base or wake WaitIdle), never across a wait; a spin lock
-// keeps those meetings in user space (design notes).
+// The registry's lock: held for a lookup and a push, never across a wait (design notes).
 using RegistryLock = StrandLock;
 
 template <class Key, class Hash, class Equal>
@@ -48,8 +46,7 @@ public:
         hooked_ = static_cast<bool>(registry_->options_.aroundTask);
     }
 
-    // A retired strand a parked coroutine references hands work to the key's current strand (or
-    // a new one): a key never has two.
+    // A retired strand forwards work to the key's current strand: a key never has two.
     EnqueueResult Enqueue(PendingEntry& pending, Admission admission) override
     {
         EnqueueResult result = StrandCore::Enqueue(pending, admission);
@@ -74,7 +71,7 @@ public:
     bool KeepableLocked() const noexcept { return keepable_; }
 
     // Under both locks: retires a strand a failure left dry with no pump; returns the idle
-    // pump's frame, if not kept, for the caller to free outside every lock.
+    // pump's frame, if not kept, to free outside every lock.
     std::coroutine_handle<> RetireIfStrandedLocked(Registry& registry) noexcept
     {
         if (ClosedLocked() || retired_ || !QueueEmptyLocked() || !PumpIdleLocked())
@@ -87,8 +84,7 @@ protected:
     void InvokeHook(Strands::RunTask& task) override { registry_->options_.aroundTask(key_, task); }
     bool RetiresWhenDry() const noexcept override { return true; }
 
-    // Retires the strand when dry, under the registry's lock then the strand's (the order
-    // everywhere).
+    // Retires the strand when dry, under the registry's lock then the strand's (always so).
     TurnEnd OnQueueDry() override
     {
         std::shared_ptr<Registry> registry = registry_;
@@ -152,8 +148,7 @@ public:
         }
         catch (...)
         {
-            // A strand with its pump on the base is left to that pump's dry turn; one with no pump
-            // retires here. Nothing that can wait runs under the registry's lock.
+            // A pump on the base retires it at its dry turn; with no pump it retires here.
             std::shared_ptr<Core> keep =
                 std::static_pointer_cast<Core>(core->shared_from_this());
             const std::coroutine_handle<> exited = core->RetireIfStrandedLocked(*this);
@@ -166,8 +161,8 @@ public:
         }
     }
 
-    // A post's inline common case (entry-held callable, the key's strand pumping with tail room;
-    // registry lock then strand lock). Anything else returns false, untouched, for Route.
+    // A post's inline common case (registry lock then strand lock); else false, untouched, for
+    // Route.
     template <class Fn, class Src>
     bool TryQueueInline(const Key& key, void* source, Admission admission)
     {
@@ -180,8 +175,8 @@ public:
                it->second->template TryQueueInline<Fn, Src>(source, Admission::Return);
     }
 
-    // Under the registry's lock: refused if closed, or an offer once sealed (the rule of both
-    // Route and TryQueueInline); a key's strand then admits every submission as a return.
+    // Under the registry's lock: refused if closed, or an offer once sealed; a key's strand then
+    // admits every submission as a return.
     bool RefusesLocked(Admission admission) const noexcept
     {
         return closed_ || (admission == Admission::Offer && sealed_);
@@ -334,7 +329,7 @@ private:
     }
 
     // A kept strand goes to a key only when only the registry and its idle pump reference it
-    // (exact under this lock); one a parked coroutine still references is skipped until released.
+    // (exact under this lock).
     std::shared_ptr<Core> TakeKeptLocked(const Key& key)
     {
         if (sealed_)

@@ -1,7 +1,6 @@
 #pragma once
-// detail::MarkedAwait: what a Task body's co_await becomes (its promise's await_transform). It
-// forwards every call to the awaiter the standard would have used and, before that awaiter's
-// await_suspend runs, marks the promise as having suspended once (see TaskPromiseBase).
+// detail::MarkedAwait: a Task body's co_await (await_transform): forwards to the standard's
+// awaiter, marking the promise suspended before its await_suspend.
 
 #include <concepts>
 #include <coroutine>
@@ -18,9 +17,8 @@ concept HasMemberCoAwait = requires(A&& a) { std::forward<A>(a).operator co_awai
 template <class A>
 concept HasFreeCoAwait = requires(A&& a) { operator co_await(std::forward<A>(a)); };
 
-// The awaiter the standard would take from the operand `A` (a reference type): what its operator
-// co_await returns (a prvalue, held by value), or the operand itself (held by reference, the
-// object the standard would use in place).
+// The standard's awaiter for operand `A` (a reference type): its operator co_await's result (by
+// value), or the operand itself (by reference).
 template <class A>
 struct AwaiterOfOperand
 {
@@ -43,9 +41,8 @@ struct AwaiterOfOperand<A>
 template <class Flag>
 concept SuspensionMark = requires(Flag& flag) { flag.MarkSuspended(); };
 
-// Holds the awaiter (constructed in place, so one that cannot be moved or copied works) and the
-// promise to mark. Returned as a prvalue from await_transform, so it lives in the frame across
-// the suspension like any awaiter.
+// Holds the awaiter (constructed in place: it need not move) and the promise to mark; lives in
+// the frame as any awaiter.
 template <class Inner, class Promise>
 class MarkedAwait
 {
@@ -63,8 +60,8 @@ public:
         return inner_.await_ready();
     }
 
-    // Marks first: once the inner await_suspend publishes the handle, another thread may resume
-    // and finish the coroutine, and that path reads the mark.
+    // Marks first: once the inner await_suspend publishes, another thread may finish the
+    // coroutine and read the mark.
     template <class Handle>
     decltype(auto) await_suspend(Handle awaiting) noexcept(
         noexcept(std::declval<Inner&>().await_suspend(awaiting)))
@@ -83,8 +80,7 @@ private:
     Promise& promise_;
 };
 
-// Wraps the operand of a co_await in a body whose promise is `promise`, finding its awaiter as
-// the standard does: member operator co_await, else a non-member one, else the operand itself.
+// Wraps a co_await operand, finding its awaiter as the standard does.
 template <class A, SuspensionMark Promise>
 auto MarkAwait(A&& operand, Promise& promise)
 {

@@ -1,7 +1,6 @@
 #pragma once
-// detail::StrandCore: a strand's shared state (queue, pump, phase), held by the Strand or a
-// KeyedStrands registry, the pump's frame and every ResumeTarget parked on it; the IExecutor a
-// strand's tasks see as current.
+// detail::StrandCore: a strand's shared state (queue, pump, phase), held by its owner, the pump
+// and every ResumeTarget parked on it; the executor its tasks see as current.
 
 #include <TC/Executor.h>
 #include <TC/Strands/RunTask.h>
@@ -23,7 +22,7 @@
 
 namespace TC::detail
 {
-// Guards a few words of queue and phase, never across a task: spinning beats a futex.
+// Guards a few words of queue and phase, never across a task.
 using StrandLock = SpinLock;
 
 enum class PumpPhase : std::uint8_t
@@ -34,8 +33,7 @@ enum class PumpPhase : std::uint8_t
     Exited,    // ended: closed, or a keyed strand retired and not kept
 };
 
-// Who asks: an offer (TryPost/TrySubmit) is refused once sealed; a return (Post/Submit of an
-// admitted coroutine) is admitted until closed.
+// An offer (TryPost/TrySubmit) is refused once sealed; a return (Post/Submit) once closed.
 enum class Admission : std::uint8_t
 {
     Offer,
@@ -57,8 +55,8 @@ enum class TurnEnd : std::uint8_t
     Exit,     // closed or retired: the pump ends and frees its frame
 };
 
-// What one submission brings: a coroutine entry, or how to move the callable in (inline, or into
-// storage allocated first) once admitted; a refusal leaves the callable untouched.
+// One submission: a coroutine entry, or how to move the callable in once admitted; a refusal
+// leaves the callable untouched.
 struct PendingEntry
 {
     StrandEntry entry;
@@ -91,17 +89,16 @@ public:
     using IExecutor::Submit;
     void Submit(std::coroutine_handle<> handle) override;
     void Submit(ParkedWork work) override;
-    // Held by a coroutine parked through the kernel until handed back (no dangling strand).
+    // Held by a coroutine parked through the kernel until handed back.
     std::shared_ptr<void> KeepAlive() noexcept override { return weak_from_this().lock(); }
 
-    // Queues the pending entry; refused: nothing taken. Throws what room, pump, base submit or
-    // move throw, with nothing of the caller's queued or consumed (the move comes last); a base
-    // refusal abandons what was queued before it (DropAbandoned).
+    // Queues the entry; refused: nothing taken. Throws what room, pump, base submit or move
+    // throw, nothing of the caller's queued or consumed; a base refusal abandons what was queued
+    // before it.
     virtual EnqueueResult Enqueue(PendingEntry& pending, Admission admission);
 
-    // A post's inline common case (entry-held callable, open strand, pump queued or running,
-    // free tail slot): queues, true; else false and the caller Enqueues. Keyed: only under the
-    // registry's lock; never for a retired strand.
+    // A post's inline common case (open strand, pump queued or running, tail room): true; else
+    // false and the caller Enqueues. Keyed: only under the registry's lock, never retired.
     template <class Fn, class Src>
     bool TryQueueInline(void* source, Admission admission) noexcept
     {
@@ -115,17 +112,16 @@ public:
     }
 
     // Under Mutex(): whether this submission is refused (closed, sealed offer, or this thread
-    // dropping this strand's work); the one admission rule of both queueing ways.
+    // dropping this strand's work).
     bool RefusesLocked(Admission admission) const noexcept
     {
         return closed_ || (admission == Admission::Offer && sealed_) || tlDroppingStrand == this;
     }
 
-    // Under Mutex(): queues, handing the pump to the base first if this wakes it (never inline).
-    // Throws before publishing; on a base refusal `abandoned` is for DropAbandoned after unlock.
+    // Under Mutex(): queues, handing the pump to the base first if this wakes it. Throws before
+    // publishing; a base refusal fills `abandoned` for DropAbandoned after unlock.
     EnqueueResult PushLocked(PendingEntry& pending, Admission admission, Abandoned& abandoned);
-    // Outside every lock: frees what a base refusal abandoned, refusing submits its destructors
-    // make.
+    // Outside every lock: frees what was abandoned, refusing its destructors' submits.
     void DropAbandoned(Abandoned& abandoned) noexcept;
 
     void Seal();
@@ -140,7 +136,7 @@ public:
     TurnEnd EndTurn(std::coroutine_handle<> pump, bool batchSpent);
     void PumpFrameDestroyed(std::coroutine_handle<> pump) noexcept;
 
-    // The pump frame's references: its promise's, released when a task's exception kills it.
+    // The pump frame's reference, released when a task's exception kills it.
     static constexpr long PumpReferences = 1;
     bool HasPumpLocked() const noexcept { return static_cast<bool>(pump_); }
     bool QueueEmptyLocked() const noexcept { return queue_.Empty(); }
@@ -178,7 +174,7 @@ private:
     IExecutor& base_;
     Strands::StrandOptions options_;
     mutable StrandLock mutex_;
-    // The queue (locked); the pump's last chunk stays reserved for PutBack after a throw.
+    // The pump's last chunk stays reserved for PutBack after a throw.
     StrandQueue queue_;
     PumpPhase phase_ = PumpPhase::Idle;
     std::coroutine_handle<> pump_;
@@ -191,7 +187,7 @@ private:
     mutable WaitList waiters_{"TC::Strands::Strand"}; // Close and WaitIdle
 };
 
-// The address of a post's callable for the entry constructors; one place casts away the const.
+// The address of a post's callable; the one place that casts away const.
 template <class T>
 void* CallableSource(T& fn) noexcept
 {

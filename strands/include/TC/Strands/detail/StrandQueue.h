@@ -1,6 +1,6 @@
 #pragma once
-// detail::StrandQueue: a strand's FIFO of entries in a chain of segments; the strand's lock
-// guards every call. Growth links a segment on, never copying the backlog.
+// detail::StrandQueue: a strand's FIFO in a chain of segments, under the strand's lock. Growth
+// links a segment on, never copying.
 
 #include <TC/Strands/RunTask.h>
 #include <TC/detail/Export.h>
@@ -14,7 +14,7 @@
 
 namespace TC::detail
 {
-// Aligned as an entry is, so the entries after it never span two cache lines.
+// Aligned as an entry, so no entry spans two cache lines.
 struct alignas(alignof(StrandEntry)) StrandSegment
 {
     StrandSegment* next = nullptr;
@@ -25,8 +25,7 @@ struct alignas(alignof(StrandEntry)) StrandSegment
 static_assert(sizeof(StrandSegment) % alignof(StrandEntry) == 0);
 static_assert(std::is_trivially_copyable_v<StrandEntry>); // copied in and out, never destroyed
 
-// Entries taken out of a queue whole (QueueEntries::TakeAll): they own their segments, and are
-// dropped (StrandEntry::Drop) or run by whoever took them.
+// Entries taken out whole (TakeAll) with their segments; the taker runs or drops them.
 class TC_API TakenEntries
 {
 public:
@@ -45,7 +44,7 @@ public:
         TakenEntries(std::move(other)).Swap(*this);
         return *this;
     }
-    // Frees the segments; the entries must have been dropped (DropAll) or were none.
+    // Frees the segments; entries must have been dropped (DropAll).
     ~TakenEntries();
 
     std::size_t Count() const noexcept { return count_; }
@@ -68,11 +67,11 @@ private:
 class TC_API StrandQueue
 {
 public:
-    // The first segment holds `initialCapacity` (>= 2); each growth doubles, to kMaxSegmentEntries.
+    // First segment: `initialCapacity` (>= 2); growth doubles, to kMaxSegmentEntries.
     static constexpr std::size_t kMaxSegmentEntries = 512;
-    // Emptied segments kept for reuse (at most 4 x 28 KB): a swinging backlog allocates nothing.
+    // Emptied segments kept for reuse.
     static constexpr std::size_t kSpareSegments = 4;
-    // How far ahead Slot() prefetches a slot's line for writing (PrefetchForWrite).
+    // How far ahead Slot() prefetches for writing.
     static constexpr std::size_t kWriteAhead = 4;
 
     explicit StrandQueue(std::size_t initialCapacity) noexcept
@@ -81,13 +80,13 @@ public:
     }
     StrandQueue(const StrandQueue&) = delete;
     StrandQueue& operator=(const StrandQueue&) = delete;
-    // Frees the segments; whatever was still queued must have been taken (TakeAll) first.
+    // Frees the segments; anything queued must have been taken (TakeAll).
     ~StrandQueue();
 
     std::size_t Count() const noexcept { return count_; }
     bool Empty() const noexcept { return count_ == 0; }
 
-    // True when a Commit needs no Reserve first (the tail segment has a free slot).
+    // A Commit needs no Reserve first.
     bool HasRoom() const noexcept { return tail_ && tailIndex_ < tail_->capacity; }
 
     // Makes room for one Commit; throws std::bad_alloc with nothing visible changed.
@@ -98,8 +97,7 @@ public:
         ReserveSlow();
     }
 
-    // After Reserve: the slot the next Commit appends; not queued until Commit, so a throw while
-    // filling it leaves the queue as it was.
+    // After Reserve: the slot the next Commit appends (not queued before).
     StrandEntry& Slot() noexcept
     {
         StrandEntry* entries = tail_->Entries();
@@ -113,15 +111,15 @@ public:
         ++count_;
     }
 
-    // Moves up to `most` front entries into `into` (at most the front segment's); they stay
-    // reserved for PutBack until the next TakeChunk, EndTake or TakeAll.
+    // Moves up to `most` front entries (of the front segment) into `into`, reserved for PutBack
+    // until the next TakeChunk, EndTake or TakeAll.
     std::size_t TakeChunk(StrandEntry* into, std::size_t most) noexcept
     {
         EndTake();
         if (count_ == 0)
             return 0;
         const std::size_t taken = std::min({most, count_, head_->capacity - headIndex_});
-        // memcpy begins the entries' lifetimes (StrandEntry is an implicit-lifetime aggregate).
+        // memcpy begins the entries' lifetimes (implicit-lifetime aggregate).
         std::memcpy(static_cast<void*>(into), head_->Entries() + headIndex_,
                     taken * sizeof(StrandEntry));
         headIndex_ += taken;
@@ -174,8 +172,8 @@ private:
     std::size_t tailIndex_ = 0;
     std::size_t count_ = 0;
     std::size_t taken_ = 0;
-    std::size_t segmentSize_ = 0;    // the last segment growth allocated (or the first segment)
-    StrandSegment* spare_ = nullptr; // at most kSpareSegments, each kept if >= segmentSize_ then
+    std::size_t segmentSize_ = 0;    // the last segment allocated
+    StrandSegment* spare_ = nullptr; // at most kSpareSegments, each >= segmentSize_ when kept
     std::size_t spareCount_ = 0;
 };
 } // namespace TC::detail
