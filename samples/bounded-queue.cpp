@@ -4,6 +4,7 @@
 // and exits non-zero if a check fails. Optional argument: how many items the last part moves.
 
 #include "primitives/BoundedQueue.h"
+#include "primitives/SampleChecks.h"
 
 #include <TC/Core.h>
 #include <TC/Strands/DetachedTask.h>
@@ -18,20 +19,10 @@
 
 using namespace std::chrono_literals;
 using Samples::BoundedQueue;
+using Samples::Expect;
 
 namespace
 {
-std::atomic<bool> ok{true}; // checks run on several threads
-
-void Expect(bool condition, const char* what)
-{
-    if (!condition)
-    {
-        std::printf("check failed: %s\n", what);
-        ok = false;
-    }
-}
-
 // [guide:bounded-queue-use]
 TC::Strands::DetachedTask SumInCoroutine(TC::Scheduler& scheduler, BoundedQueue<int>& queue,
                                 std::atomic<std::int64_t>& sum, std::atomic<int>& done)
@@ -155,16 +146,8 @@ int main(int argc, char** argv)
     ThreeKindsOfWaiter();
     Timeouts();
 
-    TC::Testing::StressOptions options; // 100 deterministic runs, every kind of waiter
-    const TC::Testing::Summary deterministic = TC::Testing::Stress(options, Scenario);
-    std::printf("test kit, deterministic: %s", deterministic.Describe().c_str());
-    options.mode = TC::Testing::Mode::Stress;
-    options.runs = 20;
-    const TC::Testing::Summary stress = TC::Testing::Stress(options, Scenario);
-    std::printf("test kit, stress: %s", stress.Describe().c_str());
-    Expect(deterministic.Passed() && stress.Passed(), "the test kit passes every run");
+    Samples::RunTestKit(Scenario);
 
     MillionItems(argc > 1 ? std::atoll(argv[1]) : 1'000'000);
-    std::printf("%s\n", ok.load() ? "OK" : "FAILED");
-    return ok.load() ? 0 : 1;
+    return Samples::Verdict();
 }

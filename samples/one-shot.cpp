@@ -4,6 +4,7 @@
 // non-zero if a check fails. Optional argument: how many operations the last part makes.
 
 #include "primitives/OneShot.h"
+#include "primitives/SampleChecks.h"
 
 #include <TC/Core.h>
 #include <TC/Strands/DetachedTask.h>
@@ -21,20 +22,10 @@
 
 using namespace std::chrono_literals;
 using Samples::OneShot;
+using Samples::Expect;
 
 namespace
 {
-std::atomic<bool> ok{true}; // checks run on several threads
-
-void Expect(bool condition, const char* what)
-{
-    if (!condition)
-    {
-        std::printf("check failed: %s\n", what);
-        ok = false;
-    }
-}
-
 // What a Get returned is there and equals `expected` (nullptr: it timed out).
 template <class T>
 bool Is(const T* got, const T& expected)
@@ -150,16 +141,8 @@ int main(int argc, char** argv)
     ThreeKindsOfWaiter();
     TimeoutAndLastWaiterDestroys();
 
-    TC::Testing::StressOptions options; // 100 deterministic runs, every kind of waiter
-    const TC::Testing::Summary deterministic = TC::Testing::Stress(options, Scenario);
-    std::printf("test kit, deterministic: %s", deterministic.Describe().c_str());
-    options.mode = TC::Testing::Mode::Stress;
-    options.runs = 20;
-    const TC::Testing::Summary stress = TC::Testing::Stress(options, Scenario);
-    std::printf("test kit, stress: %s", stress.Describe().c_str());
-    Expect(deterministic.Passed() && stress.Passed(), "the test kit passes every run");
+    Samples::RunTestKit(Scenario);
 
     MillionOperations(argc > 1 ? std::atoll(argv[1]) : 1'000'000);
-    std::printf("%s\n", ok.load() ? "OK" : "FAILED");
-    return ok.load() ? 0 : 1;
+    return Samples::Verdict();
 }
