@@ -17,89 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "support/MallocDeletes.h"
+#include "support/CountingNews.h"
 
-namespace
-{
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-
-void* Allocate(std::size_t size, std::size_t alignment)
-{
-    if (counting.load(std::memory_order_relaxed))
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    if (size == 0)
-        size = 1;
-    void* p = alignment > alignof(std::max_align_t)
-                  ? std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)
-                  : std::malloc(size);
-    if (!p)
-        throw std::bad_alloc();
-    return p;
-}
-} // namespace
-
-void* operator new(std::size_t size)
-{
-    return Allocate(size, 0);
-}
-void* operator new[](std::size_t size)
-{
-    return Allocate(size, 0);
-}
-void* operator new(std::size_t size, std::align_val_t a)
-{
-    return Allocate(size, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t size, std::align_val_t a)
-{
-    return Allocate(size, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
-{
-    try
-    {
-        return Allocate(size, 0);
-    }
-    catch (...)
-    {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
-{
-    try
-    {
-        return Allocate(size, 0);
-    }
-    catch (...)
-    {
-        return nullptr;
-    }
-}
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept
-{
-    try
-    {
-        return Allocate(size, static_cast<std::size_t>(a));
-    }
-    catch (...)
-    {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept
-{
-    try
-    {
-        return Allocate(size, static_cast<std::size_t>(a));
-    }
-    catch (...)
-    {
-        return nullptr;
-    }
-}
-// Every operator delete frees with std::free (support/MallocDeletes.h, included above).
+using TestSupport::allocations;
+using TestSupport::counting;
 
 using namespace TC::Synchronization;
 using namespace TC::SyncTests;

@@ -15,60 +15,10 @@
 #include <stop_token>
 #include <thread>
 
-#include "support/MallocDeletes.h"
+#include "support/CountingNews.h"
 
-namespace
-{
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-
-void* Allocate(std::size_t size, std::size_t alignment)
-{
-    if (counting.load(std::memory_order_relaxed))
-        allocations.fetch_add(1, std::memory_order_relaxed);
-    size = size == 0 ? 1 : size;
-    void* p = alignment > alignof(std::max_align_t)
-                  ? std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)
-                  : std::malloc(size);
-    if (!p)
-        throw std::bad_alloc();
-    return p;
-}
-} // namespace
-
-// Every form is replaced (ASan's own would pair with free as a mismatch); every delete frees
-// with std::free (support/MallocDeletes.h).
-void* operator new(std::size_t size)
-{
-    return Allocate(size, 0);
-}
-void* operator new[](std::size_t size)
-{
-    return Allocate(size, 0);
-}
-void* operator new(std::size_t size, std::align_val_t a)
-{
-    return Allocate(size, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t size, std::align_val_t a)
-{
-    return Allocate(size, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
-{
-    try
-    {
-        return Allocate(size, 0);
-    }
-    catch (...)
-    {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept
-{
-    return operator new(size, tag);
-}
+using TestSupport::allocations;
+using TestSupport::counting;
 
 using namespace TC::Synchronization;
 using namespace TC::SyncTests;
