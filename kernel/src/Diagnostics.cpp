@@ -139,8 +139,15 @@ std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry)
 {
     // Read from what was recorded at suspension: by the time a rule is broken the callback
     // object itself may be gone.
-    return NameOf(WaitTarget{entry.waitedOn_, static_cast<const std::type_info*>(entry.callbackType_),
-                             entry.waitedOnName_});
+    return NameOf(RecordedWaitTarget(entry));
+}
+
+WaitTarget RecordedWaitTarget(const SuspendedTaskEntry& entry) noexcept
+{
+    // Relaxed: a report may race a waiter suspending again and then names either suspension.
+    return {entry.waitedOn_.load(std::memory_order_relaxed),
+            static_cast<const std::type_info*>(entry.callbackType_.load(std::memory_order_relaxed)),
+            entry.waitedOnName_.load(std::memory_order_relaxed)};
 }
 
 void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
@@ -150,9 +157,9 @@ void RegisterSuspended([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
     entry.suspendedAt_ = SteadyNowNanoseconds();
     entry.hangReported_ = false;
     const WaitTarget target = entry.callback_ ? entry.callback_->WaitedOn() : WaitTarget{};
-    entry.callbackType_ = target.type;
-    entry.waitedOn_ = target.object;
-    entry.waitedOnName_ = target.name;
+    entry.callbackType_.store(target.type, std::memory_order_relaxed);
+    entry.waitedOn_.store(target.object, std::memory_order_relaxed);
+    entry.waitedOnName_.store(target.name, std::memory_order_relaxed);
     std::lock_guard guard(registry.lock);
     entry.hangPrev_ = nullptr;
     entry.hangNext_ = registry.head;

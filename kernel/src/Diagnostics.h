@@ -24,6 +24,8 @@ inline void ReachRacePoint(RacePoint point, SuspendedTaskEntry& entry) noexcept
 // The demangled dynamic type of the callback a waiter suspended with -- the primitive it waits
 // on -- for checked-mode messages. The waiter must still be suspended (its callback alive).
 std::string PrimitiveTypeOf(const SuspendedTaskEntry& entry);
+// What checked mode recorded at the entry's latest suspension (type nullptr: nothing recorded).
+WaitTarget RecordedWaitTarget(const SuspendedTaskEntry& entry) noexcept;
 // A wait target's name: the name the primitive gives, else its demangled type, else "?".
 std::string NameOf(const WaitTarget& target);
 

@@ -73,12 +73,13 @@ std::string Address(const void* address)
 // callback now.
 std::string WaitsOn(const SuspendedTaskEntry& entry)
 {
-    WaitTarget target;
-    if (entry.callbackType_)
-        target = {entry.waitedOn_, static_cast<const std::type_info*>(entry.callbackType_),
-                  entry.waitedOnName_};
-    else if (const ISuspendCallback* callback = entry.callback_)
-        target = callback->WaitedOn();
+    WaitTarget target = RecordedWaitTarget(entry);
+    if (target.type == nullptr)
+    {
+        target = {};
+        if (const ISuspendCallback* callback = entry.callback_)
+            target = callback->WaitedOn();
+    }
     return "waits on " + NameOf(target) + " at " + Address(target.object);
 }
 

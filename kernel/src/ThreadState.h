@@ -19,6 +19,13 @@ struct TaskIdentity
 {
 };
 
+// A converted thread's wait: its entry and the word its resumer sets.
+struct ThreadWaitSlot
+{
+    SuspendedTaskEntry entry;
+    std::atomic<std::uint32_t> word{0};
+};
+
 struct ThreadState : TaskIdentity
 {
     Worker* worker = nullptr;     // set while this thread runs a worker loop or pumps a host scheduler
@@ -45,6 +52,12 @@ struct ThreadState : TaskIdentity
     // (nullptr: none), and its place in the list DumpTasks reads (TaskRegistry.h), which it joins
     // at its first such wait.
     SuspendedTaskEntry* waiting = nullptr;
+    // The slots of this thread's waits by nesting depth, kept for the thread's life (deeper ones
+    // on the stack): a handle resumed once too often then finds a live entry whose generation
+    // tells it apart (checked builds), not a stack slot reused by another call.
+    static constexpr int kWaitSlots = 4;
+    ThreadWaitSlot waitSlots[kWaitSlots]{};
+    int waitDepth = 0;
     ThreadState* prevListed = nullptr;
     ThreadState* nextListed = nullptr;
     bool listed = false;

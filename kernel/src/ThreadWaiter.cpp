@@ -18,6 +18,7 @@
 #include <TC/detail/SpinLock.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -121,14 +122,58 @@ void HostedSchedulers::Unregister() noexcept
         cores_[i]->UnregisterSleeper(parkers_[i]);
 }
 
+namespace
+{
+// The thread's slot for a wait at its current depth, made ready for `callback`; ~ThreadWaitDepth
+// gives it back.
+class ThreadWaitDepth
+{
+public:
+    explicit ThreadWaitDepth(ThreadState& thread) noexcept : thread_(thread)
+    {
+        ThreadWaitSlot* slot = thread.waitDepth < ThreadState::kWaitSlots
+                                   ? &thread.waitSlots[thread.waitDepth]
+                                   : &spare_.emplace();
+        ++thread.waitDepth;
+        slot_ = slot;
+    }
+    ~ThreadWaitDepth() { --thread_.waitDepth; }
+    ThreadWaitDepth(const ThreadWaitDepth&) = delete;
+    ThreadWaitDepth& operator=(const ThreadWaitDepth&) = delete;
+
+    SuspendedTaskEntry& Prepare(ISuspendCallback* callback) noexcept
+    {
+        SuspendedTaskEntry& entry = slot_->entry;
+        slot_->word.store(0, std::memory_order_relaxed);
+        entry.next = nullptr;
+        entry.kind_ = WaiterKind::Thread;
+        entry.timedOut_ = false;
+        entry.state_.store(EntryState::Running, std::memory_order_relaxed);
+        entry.callback_ = callback;
+        entry.owner_ = &slot_->word;
+        entry.executor_ = nullptr;
+        entry.abandon_ = nullptr;
+        entry.timer_ = nullptr;
+        entry.hangPrev_ = entry.hangNext_ = nullptr;
+        entry.suspendedAt_ = 0;
+        entry.hangReported_ = false;
+        return entry;
+    }
+    std::atomic<std::uint32_t>& Word() noexcept { return slot_->word; }
+
+private:
+    ThreadState& thread_;
+    ThreadWaitSlot* slot_ = nullptr;
+    std::optional<ThreadWaitSlot> spare_;
+};
+} // namespace
+
 bool ThreadWait(ISuspendCallback* callback, Duration timeout)
 {
     ThreadState& thread = CurrentThread();
-    std::atomic<std::uint32_t> word{0};
-    SuspendedTaskEntry entry;
-    entry.kind_ = WaiterKind::Thread;
-    entry.owner_ = &word;
-    entry.callback_ = callback;
+    ThreadWaitDepth depth(thread);
+    SuspendedTaskEntry& entry = depth.Prepare(callback);
+    std::atomic<std::uint32_t>& word = depth.Word();
     TimerNode node;
     const bool timed = !timeout.IsInfinite() && TimersEnabled();
     if (timed)

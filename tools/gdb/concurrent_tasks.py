@@ -121,16 +121,24 @@ def _suspended_for(entry, now):
     return (" for %.3f s" if now[1] else " for at least %.3f s") % seconds
 
 
+def _pointer_field(value, field):
+    """A pointer member's value, plain or std::atomic (same layout), or 0 when absent."""
+    if field not in [f.name for f in value.type.fields()]:
+        return 0
+    return _u64(int(value[field].address))
+
+
 def _waits_on(entry):
     name, address = None, 0
-    fields = [f.name for f in entry.type.fields()]
-    if "waitedOnName_" in fields and int(entry["waitedOnName_"]):
-        name = _string(entry["waitedOnName_"])
+    name_at = _pointer_field(entry, "waitedOnName_")
+    if name_at:
+        name = _string(gdb.Value(name_at).cast(gdb.lookup_type("char").pointer()))
     # Checked builds record what ISuspendCallback::WaitedOn said at suspension.
-    if "waitedOn_" in fields and int(entry["waitedOn_"]):
-        address = int(entry["waitedOn_"])
-        if not name and int(entry["callbackType_"]):
-            name = _symbol_of(int(entry["callbackType_"]), "typeinfo for ")
+    address = _pointer_field(entry, "waitedOn_")
+    if address:
+        type_info = _pointer_field(entry, "callbackType_")
+        if not name and type_info:
+            name = _symbol_of(type_info, "typeinfo for ")
         name = name or _vtable_type(address)
     if not address:
         # Other builds: the callback's dynamic type; a callback that stands for its

@@ -62,10 +62,11 @@ struct SuspendedTaskEntry
     // exact in checked builds.
     std::int64_t suspendedAt_ = 0;
     // What it waits on (ISuspendCallback::WaitedOn), taken at suspension: the std::type_info,
-    // the object and the name the primitive gives (or nullptr).
-    const void* callbackType_ = nullptr;
-    const void* waitedOn_ = nullptr;
-    const char* waitedOnName_ = nullptr;
+    // the object and the name the primitive gives (or nullptr). Atomic: a rule violation's report
+    // reads them while the wrongly resumed waiter may be suspending again.
+    std::atomic<const void*> callbackType_{nullptr};
+    std::atomic<const void*> waitedOn_{nullptr};
+    std::atomic<const char*> waitedOnName_{nullptr};
     bool hangReported_ = false;
 };
 
