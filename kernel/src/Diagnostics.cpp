@@ -1,6 +1,7 @@
 // Race-point hook, the suspended-waiter registry and the hang-report watchdog.
 
 #include "Diagnostics.h"
+#include "ParkedCoroutines.h"
 
 #include "Task.h"
 #include "Timers.h"
@@ -199,7 +200,9 @@ void ForEachSuspended([[maybe_unused]] const std::function<void(const SuspendedT
 
 void ForgetParkedEntry([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
 {
-#if TC_CHECKED
+#if !TC_CHECKED
+    UnlistParkedCoroutine(entry);
+#else
     if (entry.state_.load(std::memory_order_acquire) == EntryState::Suspended)
     {
         // An untimed wait's handle may die with its primitive (a chain torn down whole); a timed

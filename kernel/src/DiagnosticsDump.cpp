@@ -2,6 +2,7 @@
 // (TaskRegistry.h) read without stopping anything.
 
 #include "Diagnostics.h"
+#include "ParkedCoroutines.h"
 
 #include "Sanitizers.h"
 #include "SchedulerCore.h"
@@ -194,20 +195,21 @@ void DescribeThreads(std::ostream& out, std::int64_t now)
         out << "converted threads waiting:\n" << lines;
 }
 
-// Checked builds: the coroutines suspended now, by frame address.
-void DescribeCoroutines([[maybe_unused]] std::ostream& out, [[maybe_unused]] std::int64_t now)
+// The coroutines suspended now, by frame address: those of SuspendTaskAsync from checked mode's
+// registry in checked builds, the rest from the list of parked coroutines.
+void DescribeCoroutines(std::ostream& out, std::int64_t now)
 {
-#if TC_CHECKED
     std::string lines;
-    ForEachSuspended([&](const SuspendedTaskEntry& entry) {
+    const auto describe = [&](const SuspendedTaskEntry& entry) {
         if (entry.kind_ != WaiterKind::Coroutine)
             return;
         lines += "  coroutine " + Address(entry.owner_) + " suspended" + SuspendedFor(entry, now) + ", " +
                  WaitsOn(entry) + '\n';
-    });
+    };
+    ForEachSuspended(describe); // empty outside checked builds
+    ForEachParkedCoroutine(describe);
     if (!lines.empty())
         out << "coroutines suspended:\n" << lines;
-#endif
 }
 } // namespace
 

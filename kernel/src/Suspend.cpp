@@ -5,6 +5,7 @@
 // primitive's own claims (exchange / compare-exchange) are the only read-modify-writes.
 
 #include "Diagnostics.h"
+#include "ParkedCoroutines.h"
 #include "Resume.h"
 #include "SchedulerCore.h"
 #include "ThreadState.h"
@@ -168,6 +169,9 @@ void Reschedule(SuspendedTaskEntry* entry) noexcept
     }
     case WaiterKind::Coroutine:
     {
+#if !TC_CHECKED
+        UnlistParkedCoroutine(*entry); // checked builds: ResumeTask or the timer unregistered it
+#endif
         const auto handle = std::coroutine_handle<>::from_address(entry->owner_);
         if (IExecutor* executor = entry->executor_)
         {
@@ -303,6 +307,15 @@ void ConvertCurrentThread() noexcept
 
 namespace detail
 {
+// A coroutine's suspension, listed for DumpTasks: by checked mode's registry (MarkSuspended), in
+// other builds here, before OnSuspended can resume it.
+inline void ListForDumps([[maybe_unused]] SuspendedTaskEntry& entry) noexcept
+{
+#if !TC_CHECKED
+    ListParkedCoroutine(entry);
+#endif
+}
+
 void PrepareCoroutineEntry(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
                            std::coroutine_handle<> abandon, std::shared_ptr<void>& keepAlive) noexcept
 {
@@ -320,6 +333,7 @@ bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noe
 {
     entry.callback_ = callback;
     MarkSuspended(entry);
+    ListForDumps(entry);
     const InlineResume saved = inlineResume;
     inlineResume = {&entry, false};
     CallOnSuspended(entry);
@@ -336,6 +350,7 @@ bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer, ISuspendCa
     entry.callback_ = callback;
     PrepareTimer(entry, timer, timeout);
     MarkSuspended(entry);
+    ListForDumps(entry);
     const InlineResume saved = inlineResume;
     inlineResume = {&entry, false};
     CallOnSuspended(entry);

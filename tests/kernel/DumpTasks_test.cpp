@@ -1,6 +1,7 @@
 // DumpTasks and ~Scheduler's hang report: every task with its name, its state and what it
 // waits on, in the build under test (Release included: linked against the plain kernel).
 
+#include "support/Detached.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <cstdio>
 #include <poll.h>
 #include <pthread.h>
@@ -408,4 +410,93 @@ TEST_CASE("~Scheduler's hang report lists each task's name, state and what it wa
     CHECK(Contains(LineOf(text, "stuck"), "suspended"));
     CHECK(Contains(LineOf(text, "stuck"), "waits on TestSupport::Mailbox at 0x"));
     CHECK(!Contains(LineOf(text, "stuck"), "deadline"));
+}
+
+namespace
+{
+// Waits on `gate` once, then counts itself done.
+TestSupport::Detached ParkOn(NamedGate* gate, std::atomic<int>* done)
+{
+    co_await SuspendTaskAsync(gate);
+    ++*done;
+}
+
+// A coroutine its caller owns: suspended at its end, destroyed by ~Owned.
+struct Owned
+{
+    struct promise_type
+    {
+        Owned get_return_object() noexcept { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<promise_type> handle;
+    ~Owned() { handle.destroy(); }
+};
+
+Owned OwnedParkOn(NamedGate* gate)
+{
+    co_await SuspendTaskAsync(gate);
+}
+
+// The dump's lines that list a coroutine.
+std::string CoroutineLines(const std::string& dump)
+{
+    std::string lines;
+    for (std::size_t at = dump.find("  coroutine "); at != std::string::npos; at = dump.find("  coroutine ", at + 1))
+        lines += dump.substr(at, dump.find('\n', at) - at + 1);
+    return lines;
+}
+} // namespace
+
+TEST_CASE("DumpTasks lists each suspended coroutine and what it waits on until it is resumed, in every build")
+{
+    NamedGate gate;
+    std::atomic<int> done{0};
+    ParkOn(&gate, &done); // no executor: Open resumes it on the opening thread
+    std::string dump = Dump();
+    INFO(dump);
+    CHECK(Contains(dump, "coroutines suspended:\n  coroutine 0x"));
+    CHECK(Contains(CoroutineLines(dump), " suspended"));
+    CHECK(Contains(CoroutineLines(dump), ", waits on the named gate at 0x"));
+    gate.Open();
+    CHECK(done == 1);
+    CHECK(CoroutineLines(Dump()).empty());
+}
+
+TEST_CASE("DumpTasks says how long a coroutine parked on a worker has waited, in every build")
+{
+    SchedulerOptions options;
+    options.workerCount = 1;
+    Scheduler scheduler(options);
+    NamedGate gate;
+    std::atomic<int> done{0};
+    scheduler.Start([&] { ParkOn(&gate, &done); }).Join(); // suspends on the worker, parked there
+    const auto suspended = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(300ms);
+    const std::string dump = Dump();
+    const double most = std::chrono::duration<double>(std::chrono::steady_clock::now() - suspended).count();
+    INFO(dump);
+    const std::string line = CoroutineLines(dump);
+    CHECK(Contains(line, ", waits on the named gate at 0x"));
+    CHECK(SuspendedSeconds(line) >= 0.29);
+    CHECK(SuspendedSeconds(line) <= most + 1.0);
+    gate.Open(); // submits it to the scheduler
+    (void)DumpWhen([&](const std::string&) { return done == 1; });
+    CHECK(done == 1);
+    CHECK(CoroutineLines(Dump()).empty());
+}
+
+TEST_CASE("A coroutine destroyed while parked leaves the dump, in every build")
+{
+    NamedGate gate;
+    {
+        Owned parked = OwnedParkOn(&gate);
+        INFO(Dump());
+        CHECK(Contains(CoroutineLines(Dump()), ", waits on the named gate at 0x"));
+    }
+    // The frame is gone with its entry; a dump that still listed it would read freed memory.
+    CHECK(CoroutineLines(Dump()).empty());
 }

@@ -1,9 +1,12 @@
 // Diagnostics name what a waiter of this layer waits on: DumpTasks shows a task in
-// Strand::WaitIdle or KeyedStrands::WaitIdle as waiting on the Strand or the KeyedStrands.
+// Strand::WaitIdle or KeyedStrands::WaitIdle as waiting on the Strand or the KeyedStrands, and a
+// coroutine parked in AsyncQueue::Pop as waiting on the queue.
 
 #include "StrandsTestSupport.h"
 
 #include <TC/Core.h>
+#include <TC/Strands/AsyncQueue.h>
+#include <TC/Strands/DetachedTask.h>
 
 #include <catch2/catch.hpp>
 
@@ -72,4 +75,39 @@ TEST_CASE("DumpTasks shows a task in KeyedStrands::WaitIdle as waiting on the Ke
     {
     }
     waiter.Join();
+}
+
+namespace
+{
+std::string Dump()
+{
+    std::ostringstream out;
+    DumpTasks(out);
+    return out.str();
+}
+
+DetachedTask PopOnce(AsyncQueue<int>* queue, int* popped)
+{
+    if (auto item = co_await queue->Pop())
+        *popped = *item;
+}
+} // namespace
+
+TEST_CASE("DumpTasks lists a coroutine parked in AsyncQueue::Pop as waiting on the queue, in every "
+          "build",
+          "[asyncqueue]")
+{
+    ManualExecutor base;
+    AsyncQueue<int> queue(base);
+    int popped = 0;
+    PopOnce(&queue, &popped);
+    REQUIRE(queue.HasWaiter());
+    std::string dump = Dump();
+    INFO(dump);
+    CHECK(dump.find("coroutines suspended:\n  coroutine 0x") != std::string::npos);
+    CHECK(dump.find(", waits on TC::Strands::AsyncQueue<int> at 0x") != std::string::npos);
+    queue.Push(5); // hands it to the executor: no longer parked
+    CHECK(Dump().find("AsyncQueue") == std::string::npos);
+    base.RunAll();
+    CHECK(popped == 5);
 }

@@ -54,12 +54,40 @@ std::coroutine_handle<> UnownedRootOfPromise(std::coroutine_handle<Promise> hand
 TC_API bool SuspendCoroutine(SuspendedTaskEntry& entry, ISuspendCallback* callback) noexcept;
 TC_API bool SuspendCoroutineFor(SuspendedTaskEntry& entry, TimerNode& timer,
                                 ISuspendCallback* callback, Duration timeout) noexcept;
-// Checked: a frame destroyed while parked leaves the registry; during a timed wait it fails
-// "coroutine destroyed during a timed wait".
+// A frame destroyed while parked leaves the lists DumpTasks reads; checked: during a timed wait
+// it fails "coroutine destroyed during a timed wait".
 TC_API void ForgetParkedEntry(SuspendedTaskEntry& entry) noexcept;
 
 // Settles the timer after the coroutine runs again; returns false if the wait timed out.
 TC_API bool FinishCoroutineTimedWait(SuspendedTaskEntry& entry, TimerNode& timer) noexcept;
+
+TC_API void ListParkedElsewhere(SuspendedTaskEntry& entry, std::coroutine_handle<> handle,
+                                const WaitTarget& target) noexcept;
+TC_API void UnlistParkedCoroutine(SuspendedTaskEntry& entry) noexcept;
+
+// Shows DumpTasks a coroutine that a primitive parks in a list of its own, not through
+// SuspendTaskAsync: List before it can be woken, Unlist before it is handed on to run.
+class ParkedListing
+{
+public:
+    ParkedListing() noexcept = default;
+    ~ParkedListing() { Unlist(); } // a frame destroyed while parked
+    ParkedListing(const ParkedListing&) = delete;
+    ParkedListing& operator=(const ParkedListing&) = delete;
+
+    void List(std::coroutine_handle<> handle, const WaitTarget& target) noexcept
+    {
+        ListParkedElsewhere(entry_, handle, target);
+    }
+    void Unlist() noexcept
+    {
+        if (entry_.listed_)
+            UnlistParkedCoroutine(entry_);
+    }
+
+private:
+    SuspendedTaskEntry entry_;
+};
 } // namespace detail
 
 // Runs OnSuspended from await_suspend; resumes through CurrentExecutor() at suspension (inline
@@ -70,9 +98,8 @@ public:
     explicit SuspendAwaiter(ISuspendCallback* callback) noexcept : callback_(callback) {}
     ~SuspendAwaiter()
     {
-#if TC_CHECKED
-        detail::ForgetParkedEntry(entry_);
-#endif
+        if (TC_CHECKED || entry_.listed_) [[unlikely]]
+            detail::ForgetParkedEntry(entry_);
     }
     SuspendAwaiter(const SuspendAwaiter&) = delete;
     SuspendAwaiter& operator=(const SuspendAwaiter&) = delete;
@@ -103,9 +130,8 @@ public:
     }
     ~SuspendForAwaiter()
     {
-#if TC_CHECKED
-        detail::ForgetParkedEntry(entry_);
-#endif
+        if (TC_CHECKED || entry_.listed_) [[unlikely]]
+            detail::ForgetParkedEntry(entry_);
     }
     SuspendForAwaiter(const SuspendForAwaiter&) = delete;
     SuspendForAwaiter& operator=(const SuspendForAwaiter&) = delete;

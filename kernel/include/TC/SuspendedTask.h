@@ -68,6 +68,7 @@ struct SuspendedTaskEntry
     std::atomic<const void*> waitedOn_{nullptr};
     std::atomic<const char*> waitedOnName_{nullptr};
     bool hangReported_ = false;
+    bool listed_ = false; // other builds: a coroutine in the list of parked ones (hang* links)
 };
 
 namespace detail

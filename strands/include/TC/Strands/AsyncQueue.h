@@ -5,6 +5,7 @@
 
 #include <TC/Checked.h>
 #include <TC/Executor.h>
+#include <TC/SuspendAsync.h>
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/ResumeTarget.h>
 #include <TC/Strands/StopToken.h>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <typeinfo>
 #include <optional>
 #include <utility>
 
@@ -138,6 +140,7 @@ public:
                 return false;
             TC_CHECK(queue_.waiter_ == nullptr, "AsyncQueue with two consumers",
                      "a second coroutine awaited Pop() while one is parked");
+            listing_.List(awaiting, {&queue_, &typeid(AsyncQueue), nullptr});
             queue_.waiter_ = this;
             return true; // from here a push, a close or a stop may resume us anywhere
         }
@@ -185,6 +188,7 @@ public:
         {
             ResumeTarget target = std::move(target_);
             ParkedWork work = work_;
+            listing_.Unlist();
             try
             {
                 target.Submit(work);
@@ -200,6 +204,7 @@ public:
         ResumeTarget target_;
         ParkedWork work_;
         std::optional<StopCallback<OnStop>> onStop_;
+        TC::detail::ParkedListing listing_; // for DumpTasks while parked
     };
 
     // A value, or std::nullopt once closed and drained; a stop of the flow's token throws
