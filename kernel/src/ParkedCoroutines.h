@@ -15,7 +15,7 @@ void ListParkedCoroutine(SuspendedTaskEntry& entry) noexcept;
 // UnlistParkedCoroutine (<TC/SuspendAsync.h>): from Reschedule, before the coroutine can run (the
 // entry's last access), and from the awaiter of a frame destroyed while parked; nothing when the
 // entry is not listed.
-// Calls `visit` for each listed coroutine under its shard's lock (it must not suspend, resume or
-// list); the entries stay suspended meanwhile.
+// Calls `visit` for each listed coroutine, one dump at a time; a resumer of a listed coroutine
+// waits until the dump ends, so `visit` must not resume, suspend or list.
 void ForEachParkedCoroutine(const std::function<void(const SuspendedTaskEntry&)>& visit);
 } // namespace TC::detail

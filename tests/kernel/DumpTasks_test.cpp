@@ -500,3 +500,61 @@ TEST_CASE("A coroutine destroyed while parked leaves the dump, in every build")
     // The frame is gone with its entry; a dump that still listed it would read freed memory.
     CHECK(CoroutineLines(Dump()).empty());
 }
+
+namespace
+{
+// A one-waiter gate any thread may open.
+struct Turnstile final : ISuspendCallback
+{
+    std::atomic<SuspendedTask> waiter{nullptr};
+    void OnSuspended(SuspendedTask task) noexcept override { waiter.store(task); }
+    void TryOpen() noexcept
+    {
+        if (SuspendedTask task = waiter.exchange(nullptr))
+            ResumeTask(task);
+    }
+};
+
+TestSupport::Detached PassRounds(Turnstile* gate, long rounds, std::atomic<int>* done)
+{
+    for (long i = 0; i < rounds; ++i)
+        co_await SuspendTaskAsync(gate);
+    ++*done;
+}
+} // namespace
+
+TEST_CASE("DumpTasks while coroutines park on workers and are resumed from other threads reads "
+          "only coroutines still parked")
+{
+    constexpr int kCoroutines = 8;
+    const long rounds = TestSupport::Scaled(125'000); // a million waits in all, optimised
+    Scheduler scheduler(2u);
+    Turnstile gates[kCoroutines];
+    std::atomic<int> done{0};
+    for (Turnstile& gate : gates)
+        scheduler.Start([&gate, rounds, &done] { PassRounds(&gate, rounds, &done); }).Join();
+    const auto resume = [&] {
+        while (done < kCoroutines)
+            for (Turnstile& gate : gates)
+                gate.TryOpen();
+    };
+    std::thread resumers[] = {std::thread(resume), std::thread(resume)};
+    long dumps = 0, listed = 0;
+    std::string stranger; // a listed line not of a coroutine waiting on its gate
+    while (done < kCoroutines)
+    {
+        const std::string lines = CoroutineLines(Dump());
+        ++dumps;
+        for (std::size_t at = lines.find("  coroutine "); at != std::string::npos; at = lines.find("  coroutine ", at + 1))
+            if (++listed; lines.compare(lines.find(", waits on ", at), 43, ", waits on (anonymous namespace)::Turnstile") != 0)
+                stranger = lines.substr(at, lines.find('\n', at) - at);
+    }
+    for (std::thread& thread : resumers)
+        thread.join();
+    INFO("dumps taken: " << dumps << ", coroutines listed: " << listed);
+    CHECK(stranger.empty());
+    CHECK(listed > 0);
+    CHECK(done == kCoroutines);
+    CHECK(dumps > 0);
+    CHECK(CoroutineLines(Dump()).empty());
+}

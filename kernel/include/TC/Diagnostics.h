@@ -54,7 +54,8 @@ TC_API bool EnableHangReports(Duration threshold);
 /// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
 /// finished but not joined -- and for a suspended task how long it has waited and what it waits
 /// on (the primitive's name and address); then each converted thread that waits, with its OS
-/// thread id and name. Checked builds add the coroutines suspended through the suspend protocol.
+/// thread id and name; then the coroutines suspended through the suspend protocol or parked in
+/// an AsyncQueue, by frame address. A resume of a coroutine it lists waits until it ends.
 /// - A converted thread's wait is listed, and timed, once it outlasts its spin (a few
 ///   microseconds).
 /// - The wait is timed from its worker's coarse clock, read every few dozen picks, when the

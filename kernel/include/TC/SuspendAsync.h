@@ -81,7 +81,7 @@ public:
     }
     void Unlist() noexcept
     {
-        if (entry_.listed_)
+        if (entry_.listing_)
             UnlistParkedCoroutine(entry_);
     }
 
@@ -95,10 +95,10 @@ private:
 class [[nodiscard("co_await it: SuspendTaskAsync does nothing otherwise")]] SuspendAwaiter
 {
 public:
-    explicit SuspendAwaiter(ISuspendCallback* callback) noexcept : callback_(callback) {}
+    explicit SuspendAwaiter(ISuspendCallback* callback) noexcept { entry_.callback_ = callback; }
     ~SuspendAwaiter()
     {
-        if (TC_CHECKED || entry_.listed_) [[unlikely]]
+        if (TC_CHECKED || entry_.listing_) [[unlikely]]
             detail::ForgetParkedEntry(entry_);
     }
     SuspendAwaiter(const SuspendAwaiter&) = delete;
@@ -109,13 +109,12 @@ public:
     bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {
         detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
-        return detail::SuspendCoroutine(entry_, callback_);
+        return detail::SuspendCoroutine(entry_, entry_.callback_);
     }
     void await_resume() const noexcept {}
 
 private:
-    ISuspendCallback* callback_;
-    SuspendedTaskEntry entry_;
+    SuspendedTaskEntry entry_; // holds the callback from the start
     std::shared_ptr<void> keepAlive_;
 };
 
@@ -124,13 +123,13 @@ private:
 class [[nodiscard("co_await it: SuspendTaskForAsync does nothing otherwise")]] SuspendForAwaiter
 {
 public:
-    SuspendForAwaiter(ISuspendCallback* callback, Duration timeout) noexcept
-        : callback_(callback), timeout_(timeout)
+    SuspendForAwaiter(ISuspendCallback* callback, Duration timeout) noexcept : timeout_(timeout)
     {
+        entry_.callback_ = callback;
     }
     ~SuspendForAwaiter()
     {
-        if (TC_CHECKED || entry_.listed_) [[unlikely]]
+        if (TC_CHECKED || entry_.listing_) [[unlikely]]
             detail::ForgetParkedEntry(entry_);
     }
     SuspendForAwaiter(const SuspendForAwaiter&) = delete;
@@ -141,12 +140,11 @@ public:
     bool await_suspend(std::coroutine_handle<Promise> handle) noexcept
     {
         detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
-        return detail::SuspendCoroutineFor(entry_, timer_, callback_, timeout_);
+        return detail::SuspendCoroutineFor(entry_, timer_, entry_.callback_, timeout_);
     }
     bool await_resume() noexcept { return detail::FinishCoroutineTimedWait(entry_, timer_); }
 
 private:
-    ISuspendCallback* callback_;
     Duration timeout_;
     SuspendedTaskEntry entry_;
     detail::TimerNode timer_;

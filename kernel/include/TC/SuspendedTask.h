@@ -46,6 +46,7 @@ struct SuspendedTaskEntry
     // ---- kernel-private from here on ----
     detail::WaiterKind kind_ = detail::WaiterKind::Task;
     bool timedOut_ = false;
+    bool hangReported_ = false; // checked builds
     std::atomic<detail::EntryState> state_{detail::EntryState::Running};
     // Checked builds: the suspension's number, carried by its handles (in padding).
     std::atomic<std::uint16_t> generation_{0};
@@ -67,8 +68,7 @@ struct SuspendedTaskEntry
     std::atomic<const void*> callbackType_{nullptr};
     std::atomic<const void*> waitedOn_{nullptr};
     std::atomic<const char*> waitedOnName_{nullptr};
-    bool hangReported_ = false;
-    bool listed_ = false; // other builds: a coroutine in the list of parked ones (hang* links)
+    void* listing_ = nullptr; // other builds: a coroutine's slot in the list of parked ones
 };
 
 namespace detail
