@@ -42,6 +42,16 @@ public:
         Resume();
     }
 
+    // As Open, for the first opener: its scope is held before it lets the second opening change
+    // the state (`go`), since the creator may pass and destroy the gate once either has.
+    void OpenReleasing(std::atomic<bool>& go) noexcept
+    {
+        const auto busy = ResumerScope();
+        go.store(true);
+        open_.store(true);
+        Resume();
+    }
+
     bool TryWait() noexcept { return open_.load(); }
     void Resume() noexcept { SuspendableBase<SuspensionKind::Multiple>::Resume(); }
 
@@ -97,8 +107,7 @@ public:
         round_.notify_all();
         while (!entered_.load())
             std::this_thread::yield();
-        go_.store(true);
-        gate.Open(); // the gate may be gone once this returns
+        gate.OpenReleasing(go_); // the gate may be gone once this returns
     }
 
 private:
