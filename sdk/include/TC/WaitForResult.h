@@ -158,8 +158,10 @@ WaitForResult(WaitQueue& queue, Attempt attempt, Duration timeout = Duration::In
         const WaitStatus status = queue.Wait(mustWait, deadline.Left(), stop, &slot);
         if (status == WaitStatus::TimedOut || status == WaitStatus::Cancelled)
             return WaitResult<typename Traits::Value>(status);
-        if (slot.has_value())
-            return Traits::Done(slot); // handed off, or the re-check did it
+        // Handed off, or the re-check did it; else a resume means "look again", which needs no
+        // wait when the attempt now succeeds.
+        if (slot.has_value() || Traits::TryInto(attempt, slot))
+            return Traits::Done(slot);
     }
 }
 
@@ -183,7 +185,7 @@ WaitForResultAsync(WaitQueue& queue, Attempt attempt, Duration timeout = Duratio
         const WaitStatus status = co_await queue.WaitAsync(mustWait, deadline.Left(), stop, &slot);
         if (status == WaitStatus::TimedOut || status == WaitStatus::Cancelled)
             co_return WaitResult<typename Traits::Value>(status);
-        if (slot.has_value())
+        if (slot.has_value() || Traits::TryInto(attempt, slot))
             co_return Traits::Done(slot);
     }
 }
