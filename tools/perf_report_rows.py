@@ -73,6 +73,12 @@ FLOOR_ROWS = {"HardwareLockedExchange": "one uncontended locked read-modify-writ
               "HardwareLineTransfer": "one cache line moved from one core to the other"}
 # Primitives users write on WaitQueue (the guide's samples), against the peers they would use.
 EXPECTED += ["WaitQueueHandOff", "BoundedQueueThroughput/1024"]
+# The library's Mutex, Semaphore and ConditionVariable beside the same primitive written on
+# WaitQueue (tests/bench/WaitQueueForms.h), in the same run: whether re-expressing them would pay.
+WAITQUEUE_FORMS = [("MutexContended", "MutexContendedOnWaitQueue"),
+                   ("SemaphorePingPong/2", "SemaphorePingPongOnWaitQueue/2"),
+                   ("ConditionVariablePingPong/2", "ConditionVariablePingPongOnWaitQueue/2")]
+EXPECTED += [form for pair in WAITQUEUE_FORMS for form in pair if form not in EXPECTED]
 # The layers' speed targets, checked against this run's medians. A target is met when every
 # bound holds: ("below", row, ns), ("within", row, peer, factor): ours <= factor x the peer's,
 # ("ahead", row, peer, factor): the peer's >= factor x ours, ("ratio", row, other, factor): ours
@@ -132,6 +138,8 @@ TARGETS = [
     {"layer": "sync", "what": "bounded queue throughput: ahead of Boost.Fiber, within 1.5x of moodycamel",
      "bounds": [("ahead", "BoundedQueueThroughput/1024", "BoostFiber", 1.0),
                 ("within", "BoundedQueueThroughput/1024", "Moodycamel", 1.5)]},
+    {"layer": "sync", "what": "Mutex, Semaphore, ConditionVariable no slower than their WaitQueue forms",
+     "bounds": [("ratio", library, form, 1.0) for library, form in WAITQUEUE_FORMS]},
     {"layer": "strands", "what": "strand post under 60 ns and 6x asio: 1 strand",
      "bounds": [("below", "StrandPost/1", 60), ("ahead", "StrandPost/1", "Asio", 6.0)]},
     {"layer": "strands", "what": "strand post under 60 ns and 6x asio: 64 strands",

@@ -6,6 +6,7 @@
 
 #include "PingPong.h"
 #include "Scaling.h"
+#include "WaitQueueForms.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization.h>
@@ -196,6 +197,13 @@ void BM_MutexContended(benchmark::State& state)
     RunContended<Mutex>(state, 2, kMutexTasks);
 }
 BENCHMARK(BM_MutexContended)->UseRealTime();
+
+// The same workload on the library's Mutex written on WaitQueue (WaitQueueForms.h).
+void BM_MutexContendedOnWaitQueue(benchmark::State& state)
+{
+    RunContended<TCBench::WaitQueueMutex>(state, 2, kMutexTasks);
+}
+BENCHMARK(BM_MutexContendedOnWaitQueue)->UseRealTime();
 
 // The same workload, the tasks taking a std::mutex (which blocks their worker thread).
 void BM_StdMutexContended(benchmark::State& state)
