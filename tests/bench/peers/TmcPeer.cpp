@@ -11,6 +11,7 @@
 #include <tmc/all_headers.hpp>
 
 #include "Measure.h"
+#include "Scaling.h"
 
 #include <benchmark/benchmark.h>
 
@@ -159,6 +160,24 @@ void BM_SkynetNaturalCoroutine_TMC(benchmark::State& state)
 }
 BENCHMARK(BM_SkynetNaturalCoroutine_TMC)
     ->Arg(100'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// BM_ScalingSkynet_TMC: the million-leaf tree on a pool of range(0) threads (the Scaling rows,
+// Scaling.h); its peers are BM_ScalingSkynet_TC and _TBB.
+void BM_ScalingSkynet_TMC(benchmark::State& state)
+{
+    constexpr std::int64_t kLeaves = 1'000'000;
+    Pool pool(static_cast<int>(state.range(0)));
+    bool ok = true;
+    for (auto _ : state)
+        ok &= tmc::post_waitable(pool.executor, Skynet(0, kLeaves)).get() ==
+              kLeaves * (kLeaves - 1) / 2;
+    if (TCBench::Expect(state, ok, "skynet: wrong sum"))
+        TCBench::ReportItems(state, 1'111'110); // every node but the root
+}
+BENCHMARK(BM_ScalingSkynet_TMC)
+    ->Apply(TCBench::WorkerCounts)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
