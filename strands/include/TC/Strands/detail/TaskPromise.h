@@ -5,6 +5,7 @@
 #include <TC/Checked.h>
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/StopToken.h>
+#include <TC/Strands/detail/FrameCache.h>
 #include <TC/Strands/detail/MarkedAwait.h>
 #include <TC/detail/Export.h>
 
@@ -146,6 +147,9 @@ public:
         }
         void await_resume() const noexcept {}
     };
+
+    static void* operator new(std::size_t size) { return AllocateFrame(size); }
+    static void operator delete(void* frame, std::size_t size) noexcept { FreeFrame(frame, size); }
 
     std::suspend_always initial_suspend() const noexcept { return {}; }
     FinalAwaiter final_suspend() const noexcept { return {}; }
