@@ -135,7 +135,8 @@ struct GraphRound
         while (LeftIn(word) != 0)
         {
             if (part.word.compare_exchange_weak(word, Pack(BeginOf(word) + 1, EndOf(word)),
-                                                std::memory_order_acq_rel, std::memory_order_acquire))
+                                                std::memory_order_acq_rel,
+                                                std::memory_order_acquire))
             {
                 job = roots[BeginOf(word)];
                 return true;
@@ -230,13 +231,14 @@ struct GraphRound
         try
         {
             GraphRound* round = this;
-            scheduler->StartBulkDetached(count,
-                                         [round, first](std::size_t i)
-                                         {
-                                             round->Participate(first + static_cast<unsigned>(i));
-                                             round->Release();
-                                         },
-                                         helperOptions);
+            scheduler->StartBulkDetached(
+                count,
+                [round, first](std::size_t i)
+                {
+                    round->Participate(first + static_cast<unsigned>(i));
+                    round->Release();
+                },
+                helperOptions);
         }
         catch (...)
         {
@@ -336,7 +338,8 @@ struct GraphRound
     // Counts `count` sinks run; the one that counts the last resumes the waiting caller.
     void CountSinks(std::uint32_t count) noexcept
     {
-        if (count == 0 || sinksDone.fetch_add(count, std::memory_order_acq_rel) + count != sinkCount)
+        if (count == 0 ||
+            sinksDone.fetch_add(count, std::memory_order_acq_rel) + count != sinkCount)
             return;
         const std::uintptr_t previous = waiter.exchange(kRoundDone, std::memory_order_acq_rel);
         if (previous != 0)
@@ -410,9 +413,9 @@ struct AwaitRound final : ISuspendCallback
     void OnSuspended(SuspendedTask waiter) noexcept override
     {
         std::uintptr_t expected = 0;
-        if (!round->waiter.compare_exchange_strong(expected,
-                                                   reinterpret_cast<std::uintptr_t>(waiter.Entry()),
-                                                   std::memory_order_acq_rel, std::memory_order_acquire))
+        if (!round->waiter.compare_exchange_strong(
+                expected, reinterpret_cast<std::uintptr_t>(waiter.Entry()),
+                std::memory_order_acq_rel, std::memory_order_acquire))
             ResumeTask(waiter); // the last sink ran meanwhile
     }
 };
@@ -511,7 +514,7 @@ JobGraph::~JobGraph()
     for (const auto& job : state_->jobs)
     {
         job.body->destroy(job.callable);
-        ::operator delete(job.callable, std::align_val_t{job.body->alignment});
+        ::operator delete (job.callable, std::align_val_t{job.body->alignment});
     }
     if (state_->round)
         state_->round->Release();
@@ -524,7 +527,7 @@ JobGraph::Node JobGraph::AddJob(const detail::TaskBody& body, const char* name, 
     if (state_->jobs.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
         throw std::length_error("JobGraph::Add: too many jobs");
     state_->jobs.reserve(state_->jobs.size() + 1);
-    slot = ::operator new(body.size, std::align_val_t{body.alignment});
+    slot = ::operator new (body.size, std::align_val_t{body.alignment});
     state_->jobs.push_back({&body, slot, name});
     state_->compiled = false;
     return Node(state_.get(), static_cast<std::uint32_t>(state_->jobs.size() - 1));
@@ -533,7 +536,7 @@ JobGraph::Node JobGraph::AddJob(const detail::TaskBody& body, const char* name, 
 void JobGraph::DropLastJob() noexcept
 {
     const auto& job = state_->jobs.back();
-    ::operator delete(job.callable, std::align_val_t{job.body->alignment});
+    ::operator delete (job.callable, std::align_val_t{job.body->alignment});
     state_->jobs.pop_back();
 }
 
@@ -605,7 +608,8 @@ void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
     round->sinksDone.store(0, std::memory_order_relaxed);
     round->waiter.store(0, std::memory_order_relaxed);
     const auto rootCount = static_cast<std::uint64_t>(state.roots.size());
-    const unsigned starting = static_cast<unsigned>(std::min<std::uint64_t>(helpers, rootCount - 1));
+    const unsigned starting =
+        static_cast<unsigned>(std::min<std::uint64_t>(helpers, rootCount - 1));
     for (unsigned i = 0; i < slots; ++i)
     {
         const std::uint64_t first = i <= starting ? rootCount * i / (starting + 1) : rootCount;
@@ -618,13 +622,14 @@ void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
         round->holders.fetch_add(starting, std::memory_order_relaxed); // published by the start
         try
         {
-            scheduler.StartBulkDetached(starting,
-                                        [round](std::size_t i)
-                                        {
-                                            round->Participate(static_cast<unsigned>(i) + 1);
-                                            round->Release();
-                                        },
-                                        helperOptions);
+            scheduler.StartBulkDetached(
+                starting,
+                [round](std::size_t i)
+                {
+                    round->Participate(static_cast<unsigned>(i) + 1);
+                    round->Release();
+                },
+                helperOptions);
         }
         catch (...)
         {

@@ -158,7 +158,8 @@ TEST_CASE("JobGraph from the host: onto its own scheduler without workers, and o
     own.Join();
 }
 
-TEST_CASE("JobGraph runs its jobs as work items: 2000 jobs hold a few helper tasks, not a task each")
+TEST_CASE(
+    "JobGraph runs its jobs as work items: 2000 jobs hold a few helper tasks, not a task each")
 {
     Scheduler scheduler(2u);
     std::atomic<std::size_t> mostLive{0};
@@ -393,7 +394,8 @@ TEST_CASE("JobGraph stress: random graphs run many times, a million job runs in 
         }
         const long times = 1 + static_cast<long>(next() % 50);
         if (graphs % 3 == 2)
-            random.Check(times, [&] { scheduler.Start([&] { random.graph.Run(scheduler); }).Join(); });
+            random.Check(times,
+                         [&] { scheduler.Start([&] { random.graph.Run(scheduler); }).Join(); });
         else
             random.Check(times, [&] { random.graph.Run(scheduler); });
         jobRuns += times * static_cast<long>(count);

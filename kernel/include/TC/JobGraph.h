@@ -1,5 +1,5 @@
 #pragma once
-// JobGraph: jobs that begin once those before them ended; built once, run many times.
+// JobGraph: jobs run once those before them ended; built once, run many times.
 //     frame.Precede(frame.Add(Physics), frame.Add(Render));  frame.Run(scheduler);
 
 #include <TC/Scheduler.h>
@@ -17,9 +17,9 @@ namespace TC
 namespace detail
 {
 struct GraphState;
-} // namespace detail
+}
 
-/// - A job's writes happen-before the jobs after it begin. Add, Precede in a Run: logic_error.
+/// - A job's writes happen-before the jobs after it begin; Add, Precede in a Run throw.
 class TC_API JobGraph
 {
 public:
@@ -31,7 +31,9 @@ public:
 
     private:
         friend class JobGraph;
-        Node(detail::GraphState* graph, std::uint32_t index) noexcept : graph_(graph), index_(index) {}
+        Node(detail::GraphState* graph, std::uint32_t index) noexcept : graph_(graph), index_(index)
+        {
+        }
         detail::GraphState* graph_ = nullptr;
         std::uint32_t index_ = 0;
     };
@@ -61,15 +63,15 @@ public:
         return node;
     }
 
-    // Another graph's node, or before == after: std::logic_error.
+    // Another graph's node or before == after: std::logic_error.
     void Precede(Node before, Node after);
 
     std::size_t Size() const noexcept;
 
-    // Runs each job once, waiting (pumping) as ParallelFor does.
-    /// - On the stacks of the caller and a helper task per worker; a waiting job holds one.
-    /// - First exception rethrown once all ended; jobs not begun skipped.
-    /// - Before any job: logic_error on a cycle or a Run in progress; what Start throws.
+    // Runs each job once; waits (pumping) as ParallelFor:
+    /// - on the caller's stack and a helper task's per worker; a waiting job holds one;
+    /// - first exception rethrown once all ended, jobs not begun skipped;
+    /// - cycle or Run in progress: logic_error before any job; what Start throws.
     void Run(Scheduler& scheduler, const TaskOptions& helperOptions = {});
 
 private:
