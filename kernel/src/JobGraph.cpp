@@ -27,15 +27,43 @@ constexpr unsigned kMaxHelpers = 63;
 constexpr std::uintptr_t kRoundDone = 1;
 // Successors one job readies beyond its first, gathered before one push to the shared queue.
 constexpr unsigned kPushBatch = 32;
+// An edge or counter with no counter after it.
+constexpr std::uint32_t kNoCounter = 0xffff'ffffu;
+// A job with more prerequisites than this counts them in groups of kGroupSize (by the order
+// their edges were added), each group's count on its own cache line and the job's counting its
+// groups: participants that run neighbouring prerequisites (a frame's loops add edges in the
+// order its jobs run) then share a line only at a group's end, not at every decrement.
+constexpr std::uint32_t kGroupAbove = 32;
+constexpr std::uint32_t kGroupSize = 16;
 
-// A job as a run reads it: two to a cache line.
+// A count down of one run, back to `initial` once it reached zero (by the decrement that did, so
+// each run finds its counters ready); at zero it counts down `parent`, or readies its job.
+struct Counter
+{
+    std::atomic<std::uint32_t> left{0};
+    std::uint32_t initial = 0;
+    std::uint32_t parent = kNoCounter;
+};
+struct alignas(64) CounterLine
+{
+    Counter counters[4];
+};
+
+// An edge as a run reads it: the job after, and the counter it counts down (none when it is the
+// job's only prerequisite).
+struct Edge
+{
+    std::uint32_t job;
+    std::uint32_t counter;
+};
+
+// A job as a run reads it.
 struct CompiledJob
 {
     void (*invoke)(void* callable);
     void* callable;
     std::uint32_t firstSuccessor; // into GraphState::successors
     std::uint32_t successorCount;
-    std::uint32_t prerequisites; // each Run's count down starts here
 };
 
 // A participant's part of the roots, [begin, end) as offsets in one word (begin in the low half):
@@ -80,12 +108,10 @@ struct GraphState
     std::atomic<bool> running{false};
     bool compiled = false;
     std::vector<CompiledJob> compiledJobs;
-    std::vector<std::uint32_t> successors;
+    std::vector<Edge> successors;
     std::vector<std::uint32_t> roots;
     std::uint32_t sinks = 0;
-    // One per job with two prerequisites or more; each is set back to the job's prerequisites by
-    // the decrement that found it at zero, so a run leaves them ready for the next one.
-    std::unique_ptr<std::atomic<std::uint32_t>[]> pending;
+    std::unique_ptr<CounterLine[]> counterLines; // one per job with prerequisites, and groups
     GraphRound* round = nullptr; // the last run's, kept for the next one while no helper holds it
 
     void Compile();
@@ -97,9 +123,9 @@ struct GraphState
 struct GraphRound
 {
     const CompiledJob* jobs = nullptr;
-    const std::uint32_t* successors = nullptr;
+    const Edge* successors = nullptr;
     const std::uint32_t* roots = nullptr;
-    std::atomic<std::uint32_t>* pending = nullptr;
+    CounterLine* counterLines = nullptr;
     std::uint32_t jobCount = 0;
     std::uint32_t sinkCount = 0;
     unsigned slots = 0; // participants at most: the caller's slot 0 and the helpers'
@@ -295,21 +321,13 @@ struct GraphRound
             const CompiledJob& current = jobs[job];
             RunBody(current);
             std::uint32_t next = jobCount;
-            const std::uint32_t* successor = successors + current.firstSuccessor;
-            const std::uint32_t* const end = successor + current.successorCount;
-            for (; successor != end; ++successor)
+            const Edge* edge = successors + current.firstSuccessor;
+            const Edge* const end = edge + current.successorCount;
+            for (; edge != end; ++edge)
             {
-                const std::uint32_t s = *successor;
-                const std::uint32_t prerequisites = jobs[s].prerequisites;
-                // acq_rel: the decrements of one run form a release sequence, so the one that
-                // finds the count at zero sees every prerequisite's writes, and passes them on by
-                // running the job itself or by the queue's release store.
-                if (prerequisites > 1)
-                {
-                    if (pending[s].fetch_sub(1, std::memory_order_acq_rel) != 1)
-                        continue;
-                    pending[s].store(prerequisites, std::memory_order_relaxed); // for the next run
-                }
+                if (edge->counter != kNoCounter && !CountDown(edge->counter))
+                    continue;
+                const std::uint32_t s = edge->job;
                 if (next == jobCount)
                     next = s;
                 else
@@ -333,6 +351,23 @@ struct GraphRound
                 return sinks;
             job = next;
         }
+    }
+
+    // Counts down `counter` and the counters it completes; true when that readied their job.
+    bool CountDown(std::uint32_t counter) noexcept
+    {
+        do
+        {
+            Counter& c = counterLines[counter / 4].counters[counter % 4];
+            // acq_rel: the decrements of one run form a release sequence, so the one that finds
+            // the count at zero sees every prerequisite's writes, and passes them on by counting
+            // down the parent, by running the job itself or by the queue's release store.
+            if (c.left.fetch_sub(1, std::memory_order_acq_rel) != 1)
+                return false;
+            c.left.store(c.initial, std::memory_order_relaxed); // for the next run, after this one
+            counter = c.parent;
+        } while (counter != kNoCounter);
+        return true;
     }
 
     // Counts `count` sinks run; the one that counts the last resumes the waiting caller.
@@ -439,18 +474,53 @@ void GraphState::Compile()
 {
     const auto count = static_cast<std::uint32_t>(jobs.size());
     compiledJobs.assign(count, CompiledJob{});
+    std::vector<std::uint32_t> prerequisites(count, 0);
     std::vector<std::uint32_t> offsets(std::size_t{count} + 1, 0);
     for (const auto& [before, after] : edges)
     {
         ++offsets[before + 1];
-        ++compiledJobs[after].prerequisites;
+        ++prerequisites[after];
     }
     for (std::uint32_t i = 0; i < count; ++i)
         offsets[i + 1] += offsets[i];
-    successors.assign(edges.size(), 0);
+    // Counters: a job's, packed four to a line; each group's on a line of its own.
+    std::vector<std::uint32_t> counterOf(count, kNoCounter);
+    std::vector<std::uint32_t> firstGroup(count, kNoCounter);
+    std::uint32_t slots = 0;
+    for (std::uint32_t i = 0; i < count; ++i)
+        if (prerequisites[i] > 1)
+            counterOf[i] = slots++;
+    for (std::uint32_t i = 0; i < count; ++i)
+        if (prerequisites[i] > kGroupAbove)
+        {
+            slots = (slots + 3) / 4 * 4;
+            firstGroup[i] = slots;
+            slots += (prerequisites[i] + kGroupSize - 1) / kGroupSize * 4;
+        }
+    counterLines.reset(new CounterLine[(slots + 3) / 4]);
+    auto counterAt = [this](std::uint32_t slot) -> Counter&
+    { return counterLines[slot / 4].counters[slot % 4]; };
+    std::vector<std::uint32_t> seen(count, 0); // edges into each job so far
+    successors.assign(edges.size(), Edge{});
     std::vector<std::uint32_t> filled(offsets.begin(), offsets.end() - 1);
     for (const auto& [before, after] : edges)
-        successors[filled[before]++] = after;
+    {
+        std::uint32_t counter = counterOf[after];
+        if (firstGroup[after] != kNoCounter)
+        {
+            counter = firstGroup[after] + seen[after] / kGroupSize * 4;
+            ++counterAt(counter).initial;
+            counterAt(counter).parent = counterOf[after];
+            if (seen[after] % kGroupSize == 0)
+                ++counterAt(counterOf[after]).initial;
+        }
+        else if (counter != kNoCounter)
+            ++counterAt(counter).initial;
+        ++seen[after];
+        successors[filled[before]++] = Edge{after, counter};
+    }
+    for (std::uint32_t slot = 0; slot < slots; ++slot)
+        counterAt(slot).left.store(counterAt(slot).initial, std::memory_order_relaxed);
     roots.clear();
     sinks = 0;
     for (std::uint32_t i = 0; i < count; ++i)
@@ -460,28 +530,22 @@ void GraphState::Compile()
         job.callable = jobs[i].callable;
         job.firstSuccessor = offsets[i];
         job.successorCount = offsets[i + 1] - offsets[i];
-        if (job.prerequisites == 0)
+        if (prerequisites[i] == 0)
             roots.push_back(i);
         if (job.successorCount == 0)
             ++sinks;
     }
     // Kahn's order: every job is reached from a root only if no cycle holds any back.
-    std::vector<std::uint32_t> left(count);
-    for (std::uint32_t i = 0; i < count; ++i)
-        left[i] = compiledJobs[i].prerequisites;
     std::vector<std::uint32_t> order(roots);
     for (std::size_t i = 0; i < order.size(); ++i)
     {
         const CompiledJob& job = compiledJobs[order[i]];
         for (std::uint32_t e = job.firstSuccessor; e < job.firstSuccessor + job.successorCount; ++e)
-            if (--left[successors[e]] == 0)
-                order.push_back(successors[e]);
+            if (--prerequisites[successors[e].job] == 0)
+                order.push_back(successors[e].job);
     }
     if (order.size() != count)
-        ReportCycle(left);
-    pending.reset(new std::atomic<std::uint32_t>[count]);
-    for (std::uint32_t i = 0; i < count; ++i)
-        pending[i].store(compiledJobs[i].prerequisites, std::memory_order_relaxed);
+        ReportCycle(prerequisites);
     compiled = true;
 }
 
@@ -526,9 +590,17 @@ JobGraph::Node JobGraph::AddJob(const detail::TaskBody& body, const char* name, 
         throw std::logic_error("JobGraph::Add: the graph is running");
     if (state_->jobs.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
         throw std::length_error("JobGraph::Add: too many jobs");
-    state_->jobs.reserve(state_->jobs.size() + 1);
-    slot = ::operator new (body.size, std::align_val_t{body.alignment});
-    state_->jobs.push_back({&body, slot, name});
+    state_->jobs.push_back({&body, nullptr, name});
+    try
+    {
+        slot = ::operator new (body.size, std::align_val_t{body.alignment});
+    }
+    catch (...)
+    {
+        state_->jobs.pop_back();
+        throw;
+    }
+    state_->jobs.back().callable = slot;
     state_->compiled = false;
     return Node(state_.get(), static_cast<std::uint32_t>(state_->jobs.size() - 1));
 }
@@ -589,7 +661,7 @@ void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
         fresh->jobs = state.compiledJobs.data();
         fresh->successors = state.successors.data();
         fresh->roots = state.roots.data();
-        fresh->pending = state.pending.get();
+        fresh->counterLines = state.counterLines.get();
         fresh->jobCount = static_cast<std::uint32_t>(state.jobs.size());
         fresh->sinkCount = state.sinks;
         fresh->slots = slots;
