@@ -79,6 +79,14 @@ struct CheckedGraph
     }
 };
 
+void Spin(std::chrono::microseconds time)
+{
+    const auto until = std::chrono::steady_clock::now() + time;
+    while (std::chrono::steady_clock::now() < until)
+    {
+    }
+}
+
 // The frame shape: 1000 jobs, then 999 each after two neighbours of the first level, then one
 // after all of those -- 2000 jobs on three levels.
 void BuildFrame(CheckedGraph& frame)
@@ -174,7 +182,7 @@ TEST_CASE(
                 while (live > most && !mostLive.compare_exchange_weak(most, live))
                 {
                 }
-                std::this_thread::yield();
+                Spin(std::chrono::microseconds(2)); // long enough for the helpers to join
             }));
     for (int i = 0; i < 1000; ++i)
         graph.Precede(firsts[static_cast<std::size_t>(i)], graph.Add([] {}));
@@ -204,7 +212,7 @@ TEST_CASE("JobGraph: a job that waits holds its participant while the others go 
         JobGraph::Node previous = graph.Add([] {});
         for (int i = 0; i < 50; ++i) // a chain the waiting job does not hold up
         {
-            JobGraph::Node next = graph.Add([] { std::this_thread::yield(); });
+            JobGraph::Node next = graph.Add([] { Spin(std::chrono::microseconds(1)); });
             graph.Precede(previous, next);
             previous = next;
         }
