@@ -274,9 +274,14 @@ struct GraphRound
         }
     }
 
+    bool Queued() const noexcept
+    {
+        return head.load(std::memory_order_seq_cst) < tail.load(std::memory_order_seq_cst);
+    }
+
     bool WorkVisible() const noexcept
     {
-        if (head.load(std::memory_order_seq_cst) < tail.load(std::memory_order_seq_cst))
+        if (Queued())
             return true;
         for (unsigned i = 0; i < slots; ++i)
             if (LeftIn(parts[i].word.load(std::memory_order_seq_cst)) != 0)
@@ -393,7 +398,10 @@ struct GraphRound
                 return false;
             if (i % 8 == 0)
             {
-                if (WorkVisible())
+                // Only the queue: once FindJob found the parts empty they fill again only by a
+                // steal, whose stealer runs what it took; reading the parts here would take
+                // their lines from the participants still taking roots from them.
+                if (Queued())
                     return true;
                 if (!SpinBeforeWaitHoldsNothingUp())
                     return false;
