@@ -1,6 +1,8 @@
-// JobGraph's engine: the graph compiled into successor lists and prerequisite counts, and a run's
-// participants (the caller and helper tasks) taking ready jobs from the roots' parts and from a
-// shared queue, running each job's first readied successor next on the same stack.
+// JobGraph's runs: the participants (the caller and helper tasks) take ready jobs from the roots'
+// parts and from a shared queue, and run the first successor each job readies next, on the same
+// stack.
+
+#include "JobGraphState.h"
 
 #include <TC/JobGraph.h>
 #include <TC/Suspend.h>
@@ -12,9 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <limits>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 namespace TC::detail
@@ -27,44 +27,6 @@ constexpr unsigned kMaxHelpers = 63;
 constexpr std::uintptr_t kRoundDone = 1;
 // Successors one job readies beyond its first, gathered before one push to the shared queue.
 constexpr unsigned kPushBatch = 32;
-// An edge or counter with no counter after it.
-constexpr std::uint32_t kNoCounter = 0xffff'ffffu;
-// A job with more prerequisites than this counts them in groups of kGroupSize (by the order
-// their edges were added), each group's count on its own cache line and the job's counting its
-// groups: participants that run neighbouring prerequisites (a frame's loops add edges in the
-// order its jobs run) then share a line only at a group's end, not at every decrement.
-constexpr std::uint32_t kGroupAbove = 32;
-constexpr std::uint32_t kGroupSize = 16;
-
-// A count down of one run, back to `initial` once it reached zero (by the decrement that did, so
-// each run finds its counters ready); at zero it counts down `parent`, or readies its job.
-struct Counter
-{
-    std::atomic<std::uint32_t> left{0};
-    std::uint32_t initial = 0;
-    std::uint32_t parent = kNoCounter;
-};
-struct alignas(64) CounterLine
-{
-    Counter counters[4];
-};
-
-// An edge as a run reads it: the job after, and the counter it counts down (none when it is the
-// job's only prerequisite).
-struct Edge
-{
-    std::uint32_t job;
-    std::uint32_t counter;
-};
-
-// A job as a run reads it.
-struct CompiledJob
-{
-    void (*invoke)(void* callable);
-    void* callable;
-    std::uint32_t firstSuccessor; // into GraphState::successors
-    std::uint32_t successorCount;
-};
 
 // A participant's part of the roots, [begin, end) as offsets in one word (begin in the low half):
 // its owner's take from the front and another participant's take of the back half are each one
@@ -92,40 +54,14 @@ constexpr std::uint64_t LeftIn(std::uint64_t word) noexcept
 }
 } // namespace
 
-struct GraphRound;
-
-// The graph as built (jobs, edges) and as compiled for runs (successor lists, counters, roots).
-struct GraphState
-{
-    struct Job
-    {
-        const TaskBody* body;
-        void* callable;
-        const char* name;
-    };
-    std::vector<Job> jobs;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-    std::atomic<bool> running{false};
-    bool compiled = false;
-    std::vector<CompiledJob> compiledJobs;
-    std::vector<Edge> successors;
-    std::vector<std::uint32_t> roots;
-    std::uint32_t sinks = 0;
-    std::unique_ptr<CounterLine[]> counterLines; // one per job with prerequisites, and groups
-    GraphRound* round = nullptr; // the last run's, kept for the next one while no helper holds it
-
-    void Compile();
-    [[noreturn]] void ReportCycle(const std::vector<std::uint32_t>& left) const;
-};
-
 // One run's state, shared by the caller and its helpers; the graph keeps it for its next run
 // once the last helper let go, and a helper that starts after its run ended finds it empty.
 struct GraphRound
 {
-    const CompiledJob* jobs = nullptr;
-    const Edge* successors = nullptr;
+    const GraphJob* jobs = nullptr;
+    const GraphEdge* successors = nullptr;
     const std::uint32_t* roots = nullptr;
-    CounterLine* counterLines = nullptr;
+    GraphCounterLine* counterLines = nullptr;
     std::uint32_t jobCount = 0;
     std::uint32_t sinkCount = 0;
     unsigned slots = 0; // participants at most: the caller's slot 0 and the helpers'
@@ -242,16 +178,22 @@ struct GraphRound
             const std::uint64_t bit = std::uint64_t{1} << slot;
             if (occupied.compare_exchange_weak(taken, taken | bit, std::memory_order_seq_cst))
             {
-                StartHelpers(slot, 1);
+                try
+                {
+                    StartHelpers(slot, 1);
+                }
+                catch (...) // the jobs are left for the participants in
+                {
+                }
                 taken |= bit;
                 --count;
             }
         }
     }
 
-    // Starts `count` helpers for slots first, first + 1, ... (already marked occupied). If the
-    // start fails those slots are freed and the jobs left for the participants in.
-    void StartHelpers(unsigned first, unsigned count) noexcept
+    // Starts `count` helpers for slots first, first + 1, ... (already marked occupied); if the
+    // start throws, frees those slots and rethrows.
+    void StartHelpers(unsigned first, unsigned count)
     {
         holders.fetch_add(count, std::memory_order_relaxed); // published by the start
         try
@@ -268,9 +210,10 @@ struct GraphRound
         }
         catch (...)
         {
-            holders.fetch_sub(count, std::memory_order_relaxed);
+            holders.fetch_sub(count, std::memory_order_relaxed); // no helper started
             const std::uint64_t mask = ((std::uint64_t{1} << count) - 1) << first;
             occupied.fetch_and(~mask, std::memory_order_seq_cst);
+            throw;
         }
     }
 
@@ -299,7 +242,7 @@ struct GraphRound
         return false;
     }
 
-    void RunBody(const CompiledJob& job) noexcept
+    void RunBody(const GraphJob& job) noexcept
     {
         if (failed.load(std::memory_order_relaxed))
             return; // skipped: an earlier job threw
@@ -323,11 +266,11 @@ struct GraphRound
         unsigned readyCount = 0;
         for (;;)
         {
-            const CompiledJob& current = jobs[job];
+            const GraphJob& current = jobs[job];
             RunBody(current);
             std::uint32_t next = jobCount;
-            const Edge* edge = successors + current.firstSuccessor;
-            const Edge* const end = edge + current.successorCount;
+            const GraphEdge* edge = successors + current.firstSuccessor;
+            const GraphEdge* const end = edge + current.successorCount;
             for (; edge != end; ++edge)
             {
                 if (edge->counter != kNoCounter && !CountDown(edge->counter))
@@ -363,7 +306,7 @@ struct GraphRound
     {
         do
         {
-            Counter& c = counterLines[counter / 4].counters[counter % 4];
+            GraphCounter& c = counterLines[counter / 4].counters[counter % 4];
             // acq_rel: the decrements of one run form a release sequence, so the one that finds
             // the count at zero sees every prerequisite's writes, and passes them on by counting
             // down the parent, by running the job itself or by the queue's release store.
@@ -472,109 +415,8 @@ unsigned HelperCount(Scheduler& scheduler) noexcept
     return static_cast<unsigned>(std::min<std::size_t>(helpers, kMaxHelpers));
 }
 
-std::string JobLabel(const char* name, std::uint32_t index)
-{
-    return name ? "job '" + std::string(name) + "'" : "job #" + std::to_string(index);
-}
 } // namespace
 
-void GraphState::Compile()
-{
-    const auto count = static_cast<std::uint32_t>(jobs.size());
-    compiledJobs.assign(count, CompiledJob{});
-    std::vector<std::uint32_t> prerequisites(count, 0);
-    std::vector<std::uint32_t> offsets(std::size_t{count} + 1, 0);
-    for (const auto& [before, after] : edges)
-    {
-        ++offsets[before + 1];
-        ++prerequisites[after];
-    }
-    for (std::uint32_t i = 0; i < count; ++i)
-        offsets[i + 1] += offsets[i];
-    // Counters: a job's, packed four to a line; each group's on a line of its own.
-    std::vector<std::uint32_t> counterOf(count, kNoCounter);
-    std::vector<std::uint32_t> firstGroup(count, kNoCounter);
-    std::uint32_t slots = 0;
-    for (std::uint32_t i = 0; i < count; ++i)
-        if (prerequisites[i] > 1)
-            counterOf[i] = slots++;
-    for (std::uint32_t i = 0; i < count; ++i)
-        if (prerequisites[i] > kGroupAbove)
-        {
-            slots = (slots + 3) / 4 * 4;
-            firstGroup[i] = slots;
-            slots += (prerequisites[i] + kGroupSize - 1) / kGroupSize * 4;
-        }
-    counterLines.reset(new CounterLine[(slots + 3) / 4]);
-    auto counterAt = [this](std::uint32_t slot) -> Counter&
-    { return counterLines[slot / 4].counters[slot % 4]; };
-    std::vector<std::uint32_t> seen(count, 0); // edges into each job so far
-    successors.assign(edges.size(), Edge{});
-    std::vector<std::uint32_t> filled(offsets.begin(), offsets.end() - 1);
-    for (const auto& [before, after] : edges)
-    {
-        std::uint32_t counter = counterOf[after];
-        if (firstGroup[after] != kNoCounter)
-        {
-            counter = firstGroup[after] + seen[after] / kGroupSize * 4;
-            ++counterAt(counter).initial;
-            counterAt(counter).parent = counterOf[after];
-            if (seen[after] % kGroupSize == 0)
-                ++counterAt(counterOf[after]).initial;
-        }
-        else if (counter != kNoCounter)
-            ++counterAt(counter).initial;
-        ++seen[after];
-        successors[filled[before]++] = Edge{after, counter};
-    }
-    for (std::uint32_t slot = 0; slot < slots; ++slot)
-        counterAt(slot).left.store(counterAt(slot).initial, std::memory_order_relaxed);
-    roots.clear();
-    sinks = 0;
-    for (std::uint32_t i = 0; i < count; ++i)
-    {
-        CompiledJob& job = compiledJobs[i];
-        job.invoke = jobs[i].body->invoke;
-        job.callable = jobs[i].callable;
-        job.firstSuccessor = offsets[i];
-        job.successorCount = offsets[i + 1] - offsets[i];
-        if (prerequisites[i] == 0)
-            roots.push_back(i);
-        if (job.successorCount == 0)
-            ++sinks;
-    }
-    // Kahn's order: every job is reached from a root only if no cycle holds any back.
-    std::vector<std::uint32_t> order(roots);
-    for (std::size_t i = 0; i < order.size(); ++i)
-    {
-        const CompiledJob& job = compiledJobs[order[i]];
-        for (std::uint32_t e = job.firstSuccessor; e < job.firstSuccessor + job.successorCount; ++e)
-            if (--prerequisites[successors[e].job] == 0)
-                order.push_back(successors[e].job);
-    }
-    if (order.size() != count)
-        ReportCycle(prerequisites);
-    compiled = true;
-}
-
-// `left`: prerequisites not run in Kahn's order, nonzero on every job a cycle holds back. Each
-// such job has a prerequisite so held back too, so walking back from one as many steps as there
-// are jobs ends on a cycle.
-void GraphState::ReportCycle(const std::vector<std::uint32_t>& left) const
-{
-    std::uint32_t job = 0;
-    while (left[job] == 0)
-        ++job;
-    for (std::size_t step = 0; step < jobs.size(); ++step)
-        for (const auto& [before, after] : edges)
-            if (after == job && left[before] != 0)
-            {
-                job = before;
-                break;
-            }
-    throw std::logic_error("JobGraph::Run: the graph has a cycle through " +
-                           JobLabel(jobs[job].name, job));
-}
 } // namespace TC::detail
 
 namespace TC
@@ -590,51 +432,6 @@ JobGraph::~JobGraph()
     }
     if (state_->round)
         state_->round->Release();
-}
-
-JobGraph::Node JobGraph::AddJob(const detail::TaskBody& body, const char* name, void*& slot)
-{
-    if (state_->running.load(std::memory_order_relaxed))
-        throw std::logic_error("JobGraph::Add: the graph is running");
-    if (state_->jobs.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
-        throw std::length_error("JobGraph::Add: too many jobs");
-    state_->jobs.push_back({&body, nullptr, name});
-    try
-    {
-        slot = ::operator new (body.size, std::align_val_t{body.alignment});
-    }
-    catch (...)
-    {
-        state_->jobs.pop_back();
-        throw;
-    }
-    state_->jobs.back().callable = slot;
-    state_->compiled = false;
-    return Node(state_.get(), static_cast<std::uint32_t>(state_->jobs.size() - 1));
-}
-
-void JobGraph::DropLastJob() noexcept
-{
-    const auto& job = state_->jobs.back();
-    ::operator delete (job.callable, std::align_val_t{job.body->alignment});
-    state_->jobs.pop_back();
-}
-
-void JobGraph::Precede(Node before, Node after)
-{
-    if (before.graph_ != state_.get() || after.graph_ != state_.get())
-        throw std::logic_error("JobGraph::Precede: a node of another graph");
-    if (before.index_ == after.index_)
-        throw std::logic_error("JobGraph::Precede: a job cannot precede itself");
-    if (state_->running.load(std::memory_order_relaxed))
-        throw std::logic_error("JobGraph::Precede: the graph is running");
-    state_->edges.emplace_back(before.index_, after.index_);
-    state_->compiled = false;
-}
-
-std::size_t JobGraph::Size() const noexcept
-{
-    return state_->jobs.size();
 }
 
 void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
@@ -698,25 +495,7 @@ void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
     }
     round->occupied.store((std::uint64_t{2} << starting) - 1, std::memory_order_relaxed);
     if (starting != 0)
-    {
-        round->holders.fetch_add(starting, std::memory_order_relaxed); // published by the start
-        try
-        {
-            scheduler.StartBulkDetached(
-                starting,
-                [round](std::size_t i)
-                {
-                    round->Participate(static_cast<unsigned>(i) + 1);
-                    round->Release();
-                },
-                helperOptions);
-        }
-        catch (...)
-        {
-            round->holders.fetch_sub(starting, std::memory_order_relaxed); // no helper started
-            throw;
-        }
-    }
+        round->StartHelpers(1, starting); // throwing, it started none and no job ran
     round->Participate(0);
     if (!round->Done())
     {
