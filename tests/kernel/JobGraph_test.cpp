@@ -199,10 +199,10 @@ TEST_CASE(
 
 TEST_CASE("JobGraph: a job that waits holds its participant while the others go on")
 {
+    TestSupport::Mailbox mailbox; // before the scheduler: it outlives every OnSuspended
     Scheduler scheduler(2u);
     for (long round = 0; round < Scaled(200); ++round)
     {
-        TestSupport::Mailbox mailbox;
         JobGraph graph;
         std::atomic<int> took{0};
         std::atomic<int> seenAfter{0};
@@ -320,14 +320,14 @@ TEST_CASE("JobGraph refuses a cycle at Run, naming a job on it, before any job r
 
 TEST_CASE("JobGraph refuses a Run in progress and building during a Run; an empty graph returns")
 {
+    TestSupport::Mailbox entered; // before the scheduler: they outlive every OnSuspended
+    TestSupport::Mailbox release;
     Scheduler scheduler(2u);
     JobGraph empty;
     empty.Run(scheduler);
     REQUIRE(empty.Size() == 0);
 
     JobGraph graph;
-    TestSupport::Mailbox entered;
-    TestSupport::Mailbox release;
     std::string nestedRun;
     std::string nestedAdd;
     graph.Add(
