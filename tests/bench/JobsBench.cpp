@@ -144,8 +144,8 @@ BENCHMARK(BM_ParallelFor_TC)->UseRealTime();
 // the benchmark's thread onto a two-worker scheduler: 1000 jobs each add one to their own value;
 // 999 jobs, job j after first-level jobs j and j + 1, each sum those two values; one last job,
 // after all 999, sums the first and last of them. An item is one job. `cpu_ns_per_job` is the
-// process's CPU time per job (every thread's, spinning included): the wall time on a loaded
-// two-core machine says more about its other load. TbbPeer.cpp's row has the same shape.
+// process's CPU time per job (every thread's, spinning included), which the machine's other load
+// moves less than the wall time. TbbPeer.cpp's row has the same shape.
 void BM_FrameGraph_TC(benchmark::State& state)
 {
     std::vector<std::int64_t> values(2000, 0);
