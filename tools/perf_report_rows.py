@@ -60,7 +60,7 @@ EXPECTED = ["ContextSwitch", "TaskSwitch", "Yield", "PingPongSameThread", "PingP
             "SkynetNaturalCoroutine/100000", "MutexContended", "ChannelThroughput", "StrandPost/1", "StrandPost/64",
             "TimedWaitResumedEarly", "UntimedWait", "TaskMemory", "CoroutineMemory",
             "CoroutineSpawnJoin/1000", "HostStartEach/2000", "HostStartBulk/2000",
-            "BurstSpawnBulk/200000", "ParallelFor"]
+            "BurstSpawnBulk/200000", "ParallelFor", "FrameGraph"]
 # The rows the clang-19 build runs, and the names they are reported under.
 CLANG19_FILTER = "^BM_(BoostContextSwitch|ContextSwitch|TaskSwitch)(/|$)"
 CLANG19_NAMES = {"BM_ContextSwitch": "BM_ContextSwitchClang19",
@@ -115,6 +115,8 @@ TARGETS = [
      "bounds": [("ratio", "HostStartBulk/2000", "HostStartEach/2000", 1 / 3)]},
     {"layer": "kernel", "what": "ParallelFor over 100 000 floats ahead of oneTBB's parallel_for",
      "bounds": [("ahead", "ParallelFor", "TBB", 1.0)]},
+    {"layer": "kernel", "what": "FrameGraph (2000 jobs on three levels) ahead of oneTBB's flow graph",
+     "bounds": [("ahead", "FrameGraph", "TBB", 1.0)]},
     {"layer": "sync", "what": "uncontended Set+Wait under 10 ns: AutoResetEvent",
      "bounds": [("below", "EventSetWait<AutoResetEvent>", 10)],
      "floor": ([(2, "HardwareLockedExchange")], "Set's publish and Wait's consume")},

@@ -1,6 +1,7 @@
 // JobsBench: the job-system shapes of an engine's frame -- a batch of jobs submitted from the main
-// thread as one bulk start or as single starts, the burst of tasks started as one bulk, and a
-// ParallelFor over 100 000 floats (oneTBB's parallel_for is its peer, peers/TbbPeer.cpp).
+// thread as one bulk start or as single starts, the burst of tasks started as one bulk, a
+// ParallelFor over 100 000 floats (oneTBB's parallel_for is its peer, peers/TbbPeer.cpp) and a
+// frame's job graph (oneTBB's flow graph is its peer).
 // Names follow BM_<Workload>_<Impl>.
 
 #include "peers/Measure.h"
@@ -27,6 +28,14 @@ std::int64_t ThreadCpuNanoseconds() noexcept
 {
     timespec now{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// CPU time of every thread of the process, in nanoseconds.
+std::int64_t ProcessCpuNanoseconds() noexcept
+{
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
     return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
@@ -130,4 +139,41 @@ void BM_ParallelFor_TC(benchmark::State& state)
         TCBench::ReportItems(state, static_cast<std::int64_t>(values.size()));
 }
 BENCHMARK(BM_ParallelFor_TC)->UseRealTime();
+
+// FrameGraph: a three-level graph of 2000 small jobs, built once and run once per iteration from
+// the benchmark's thread onto a two-worker scheduler: 1000 jobs each add one to their own value;
+// 999 jobs, job j after first-level jobs j and j + 1, each sum those two values; one last job,
+// after all 999, sums the first and last of them. An item is one job. `cpu_ns_per_job` is the
+// process's CPU time per job (every thread's, spinning included), which the machine's other load
+// moves less than the wall time. TbbPeer.cpp's row has the same shape.
+void BM_FrameGraph_TC(benchmark::State& state)
+{
+    std::vector<std::int64_t> values(2000, 0);
+    TC::JobGraph graph;
+    std::vector<TC::JobGraph::Node> first;
+    for (std::size_t i = 0; i < 1000; ++i)
+        first.push_back(graph.Add([&values, i] { ++values[i]; }));
+    TC::JobGraph::Node last = graph.Add([&values] { values[1999] = values[1000] + values[1998]; });
+    for (std::size_t j = 0; j < 999; ++j)
+    {
+        TC::JobGraph::Node second =
+            graph.Add([&values, j] { values[1000 + j] = values[j] + values[j + 1]; });
+        graph.Precede(first[j], second);
+        graph.Precede(first[j + 1], second);
+        graph.Precede(second, last);
+    }
+    TC::Scheduler scheduler(2u);
+    const std::int64_t cpuStart = ProcessCpuNanoseconds();
+    for (auto _ : state)
+        graph.Run(scheduler);
+    const std::int64_t cpu = ProcessCpuNanoseconds() - cpuStart;
+    if (TCBench::Expect(state, values[1999] == 4 * static_cast<std::int64_t>(state.iterations()),
+                        "jobs lost or out of order"))
+    {
+        TCBench::ReportItems(state, 2000);
+        state.counters["cpu_ns_per_job"] =
+            static_cast<double>(cpu) / static_cast<double>(state.iterations() * 2000);
+    }
+}
+BENCHMARK(BM_FrameGraph_TC)->UseRealTime();
 } // namespace

@@ -9,6 +9,7 @@
 #include <TC/Duration.h>
 #include <TC/Executor.h>
 #include <TC/ISuspendCallback.h>
+#include <TC/JobGraph.h>
 #include <TC/ParallelFor.h>
 #include <TC/Scheduler.h>
 #include <TC/StackAllocator.h>

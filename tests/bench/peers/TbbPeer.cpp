@@ -7,6 +7,7 @@
 #include "Scaling.h"
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task.h>
@@ -21,6 +22,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <memory>
 #include <semaphore>
 #include <vector>
 
@@ -298,4 +301,57 @@ void BM_ParallelFor_TBB(benchmark::State& state)
         TCBench::ReportItems(state, static_cast<std::int64_t>(values.size()));
 }
 BENCHMARK(BM_ParallelFor_TBB)->UseRealTime();
+
+// FrameGraph: JobsBench.cpp's shape (1000 jobs; 999, job j after first-level jobs j and j + 1;
+// one after all 999) as continue_nodes of a flow graph built once, in an arena of two threads --
+// the benchmark's thread and one worker. Each iteration puts a message to every first-level node
+// and waits for the graph. An item is one job; `cpu_ns_per_job` as in the ConcurrentTasks row.
+void BM_FrameGraph_TBB(benchmark::State& state)
+{
+    using Node = tbb::flow::continue_node<tbb::flow::continue_msg>;
+    using Message = tbb::flow::continue_msg;
+    std::vector<std::int64_t> values(2000, 0);
+    tbb::task_arena arena(2);
+    std::int64_t cpu = 0;
+    arena.execute(
+        [&]
+        {
+            tbb::flow::graph graph; // built in the arena: its tasks run there
+            std::vector<std::unique_ptr<Node>> first;
+            for (std::size_t i = 0; i < 1000; ++i)
+                first.push_back(
+                    std::make_unique<Node>(graph, [&values, i](const Message&) { ++values[i]; }));
+            Node last(graph,
+                      [&values](const Message&) { values[1999] = values[1000] + values[1998]; });
+            std::vector<std::unique_ptr<Node>> second;
+            for (std::size_t j = 0; j < 999; ++j)
+            {
+                second.push_back(
+                    std::make_unique<Node>(graph, [&values, j](const Message&)
+                                           { values[1000 + j] = values[j] + values[j + 1]; }));
+                tbb::flow::make_edge(*first[j], *second.back());
+                tbb::flow::make_edge(*first[j + 1], *second.back());
+                tbb::flow::make_edge(*second.back(), last);
+            }
+            timespec start{};
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+            for (auto _ : state)
+            {
+                for (auto& node : first)
+                    node->try_put(Message());
+                graph.wait_for_all();
+            }
+            timespec end{};
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &end);
+            cpu = (end.tv_sec - start.tv_sec) * 1'000'000'000 + (end.tv_nsec - start.tv_nsec);
+        });
+    if (TCBench::Expect(state, values[1999] == 4 * static_cast<std::int64_t>(state.iterations()),
+                        "jobs lost or out of order"))
+    {
+        TCBench::ReportItems(state, 2000);
+        state.counters["cpu_ns_per_job"] =
+            static_cast<double>(cpu) / static_cast<double>(state.iterations() * 2000);
+    }
+}
+BENCHMARK(BM_FrameGraph_TBB)->UseRealTime();
 } // namespace
