@@ -3,6 +3,7 @@
 // stack.
 
 #include "JobGraphState.h"
+#include "SplitParts.h"
 
 #include <TC/JobGraph.h>
 #include <TC/Suspend.h>
@@ -28,30 +29,6 @@ constexpr std::uintptr_t kRoundDone = 1;
 // Successors one job readies beyond its first, gathered before one push to the shared queue.
 constexpr unsigned kPushBatch = 32;
 
-// A participant's part of the roots, [begin, end) as offsets in one word (begin in the low half):
-// its owner's take from the front and another participant's take of the back half are each one
-// compare-exchange, as ParallelFor's parts.
-struct alignas(64) Part
-{
-    std::atomic<std::uint64_t> word{0};
-};
-
-constexpr std::uint64_t Pack(std::uint64_t begin, std::uint64_t end) noexcept
-{
-    return end << 32 | begin;
-}
-constexpr std::uint64_t BeginOf(std::uint64_t word) noexcept
-{
-    return word & 0xffff'ffffu;
-}
-constexpr std::uint64_t EndOf(std::uint64_t word) noexcept
-{
-    return word >> 32;
-}
-constexpr std::uint64_t LeftIn(std::uint64_t word) noexcept
-{
-    return EndOf(word) > BeginOf(word) ? EndOf(word) - BeginOf(word) : 0;
-}
 } // namespace
 
 // One run's state, shared by the caller and its helpers; the graph keeps it for its next run
@@ -67,7 +44,7 @@ struct GraphRound
     unsigned slots = 0; // participants at most: the caller's slot 0 and the helpers'
     Scheduler* scheduler = nullptr;
     TaskOptions helperOptions;
-    std::unique_ptr<Part[]> parts;
+    std::unique_ptr<SplitPart[]> parts;
     // The ready jobs that were not run at once, each pushed once a run: (epoch << 32 | job) in
     // the slot the push reserved, so a slot of an earlier run never reads as filled.
     std::unique_ptr<std::atomic<std::uint64_t>[]> queue;
@@ -92,7 +69,7 @@ struct GraphRound
     // The next root of `self`'s part; false when it is empty.
     bool TakeRoot(unsigned self, std::uint32_t& job) const noexcept
     {
-        Part& part = parts[self];
+        SplitPart& part = parts[self];
         std::uint64_t word = part.word.load(std::memory_order_acquire);
         while (LeftIn(word) != 0)
         {
@@ -107,39 +84,6 @@ struct GraphRound
         return false;
     }
 
-    // Moves the back half of the largest other part into `self`'s (empty) one; false when every
-    // part looked empty.
-    bool StealHalf(unsigned self) const noexcept
-    {
-        for (;;)
-        {
-            unsigned victim = slots;
-            std::uint64_t victimWord = 0;
-            std::uint64_t most = 0;
-            for (unsigned i = 0; i < slots; ++i)
-            {
-                const std::uint64_t word = parts[i].word.load(std::memory_order_acquire);
-                if (i != self && LeftIn(word) > most)
-                {
-                    most = LeftIn(word);
-                    victim = i;
-                    victimWord = word;
-                }
-            }
-            if (victim == slots)
-                return false;
-            const std::uint64_t begin = BeginOf(victimWord);
-            const std::uint64_t end = EndOf(victimWord);
-            const std::uint64_t middle = begin + (end - begin) / 2; // a part of one goes whole
-            if (parts[victim].word.compare_exchange_strong(victimWord, Pack(begin, middle),
-                                                           std::memory_order_acq_rel,
-                                                           std::memory_order_acquire))
-            {
-                parts[self].word.store(Pack(middle, end), std::memory_order_release);
-                return true;
-            }
-        }
-    }
 
     // The oldest queued job; false when none is, or the oldest one's push is not complete yet
     // (its pusher is between reserving the slot and filling it).
@@ -236,7 +180,7 @@ struct GraphRound
     {
         if (TakeRoot(self, job) || Pop(job))
             return true;
-        while (StealHalf(self))
+        while (StealHalf(parts.get(), slots, self))
             if (TakeRoot(self, job))
                 return true;
         return false;
@@ -470,7 +414,7 @@ void JobGraph::Run(Scheduler& scheduler, const TaskOptions& helperOptions)
         fresh->jobCount = static_cast<std::uint32_t>(state.jobs.size());
         fresh->sinkCount = state.sinks;
         fresh->slots = slots;
-        fresh->parts.reset(new detail::Part[slots]);
+        fresh->parts.reset(new detail::SplitPart[slots]);
         fresh->queue.reset(new std::atomic<std::uint64_t>[state.jobs.size()]()); // epoch 0
         round = state.round = fresh.release();
     }

@@ -1,6 +1,8 @@
 // ParallelFor's engine: the participants' parts of the range, taken from the front by their
 // owner and halved from the back by the others, and the caller's wait for the last index.
 
+#include "SplitParts.h"
+
 #include <TC/ParallelFor.h>
 #include <TC/Suspend.h>
 #include <TC/detail/SpinLock.h>
@@ -16,28 +18,7 @@ namespace TC::detail
 {
 namespace
 {
-// A participant's part, [begin, end) as offsets from the round's base in one word (begin in the
-// low half, end in the high one): its owner's take from the front and another participant's take
-// of the back half are each one compare-exchange, so every index is taken once.
-struct alignas(64) Part
-{
-    std::atomic<std::uint64_t> word{0};
-};
-
-constexpr std::uint64_t Pack(std::uint64_t begin, std::uint64_t end) noexcept
-{
-    return end << 32 | begin;
-}
-constexpr std::uint64_t BeginOf(std::uint64_t word) noexcept
-{
-    return word & 0xffff'ffffu;
-}
-constexpr std::uint64_t EndOf(std::uint64_t word) noexcept
-{
-    return word >> 32;
-}
-
-// The most indices one round covers (offsets fit the halves of a Part's word); a longer range
+// The most indices one round covers (offsets fit the halves of a SplitPart's word); a longer range
 // runs as several rounds.
 constexpr std::size_t kMaxRound = 0xffff'ffffu;
 // At most this many helpers, whatever the worker count.
@@ -55,7 +36,7 @@ struct Round
     std::size_t total;
     std::size_t grain;
     unsigned participants;
-    std::unique_ptr<Part[]> parts;
+    std::unique_ptr<SplitPart[]> parts;
     std::atomic<unsigned> nextPart{1}; // part 0 is the caller's; helpers claim the others
     std::atomic<unsigned> holders;
     std::atomic<bool> failed{false};
@@ -70,7 +51,7 @@ struct Round
     }
 
     // A chunk of `part`'s front, at most `grain` indices; false when the part is empty.
-    bool TakeFront(Part& part, IndexRange& chunk) const noexcept
+    bool TakeFront(SplitPart& part, IndexRange& chunk) const noexcept
     {
         std::uint64_t word = part.word.load(std::memory_order_acquire);
         for (;;)
@@ -84,41 +65,6 @@ struct Round
                                                 std::memory_order_acquire))
             {
                 chunk = {base + begin, base + next};
-                return true;
-            }
-        }
-    }
-
-    // Moves the back half of the largest other part into `self`'s (empty) part; false when every
-    // part looked empty.
-    bool StealHalf(unsigned self) noexcept
-    {
-        for (;;)
-        {
-            unsigned victim = participants;
-            std::uint64_t victimWord = 0;
-            std::uint64_t most = 0;
-            for (unsigned i = 0; i < participants; ++i)
-            {
-                const std::uint64_t word = parts[i].word.load(std::memory_order_acquire);
-                const std::uint64_t left = EndOf(word) > BeginOf(word) ? EndOf(word) - BeginOf(word) : 0;
-                if (i != self && left > most)
-                {
-                    most = left;
-                    victim = i;
-                    victimWord = word;
-                }
-            }
-            if (victim == participants)
-                return false;
-            const std::uint64_t begin = BeginOf(victimWord);
-            const std::uint64_t end = EndOf(victimWord);
-            const std::uint64_t middle = begin + (end - begin) / 2; // a part of one goes whole
-            if (parts[victim].word.compare_exchange_strong(victimWord, Pack(begin, middle),
-                                                           std::memory_order_acq_rel,
-                                                           std::memory_order_acquire))
-            {
-                parts[self].word.store(Pack(middle, end), std::memory_order_release);
                 return true;
             }
         }
@@ -162,7 +108,7 @@ struct Round
                 ran += chunk.end - chunk.begin;
             }
             CountDone(ran);
-        } while (StealHalf(self));
+        } while (StealHalf(parts.get(), participants, self));
     }
 };
 
@@ -233,7 +179,7 @@ void RunRound(Scheduler& scheduler, std::size_t base, std::size_t total, std::si
     round->holders.store(participants, std::memory_order_relaxed);
     try
     {
-        round->parts.reset(new Part[participants]);
+        round->parts.reset(new SplitPart[participants]);
     }
     catch (...)
     {
