@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -491,4 +493,66 @@ TEST_CASE("Stress: a Latch deleted by its waiter the moment Wait returns", "[str
             })
         .Join();
     CHECK(unsettled == 0);
+}
+
+namespace
+{
+// A setter thread that, for each round the waiter opens, writes the round's payload and then
+// sets that round's event; the waiter's read of the payload after its Wait must be ordered after
+// the write. Landing the Set between the waiter's first check and its suspension is the case a
+// relaxed re-check would get wrong (a data race ThreadSanitizer names).
+template <class Event, class Wait>
+std::int64_t SetWhileSuspending(std::int64_t rounds, Wait wait)
+{
+    std::atomic<std::int64_t> armed{-1};
+    std::int64_t payload = -1; // written by the setter only before its Set
+    std::unique_ptr<Event> event;
+    std::atomic<Event*> current{nullptr};
+    std::thread setter(
+        [&]
+        {
+            for (std::int64_t i = 0; i < rounds; ++i)
+            {
+                while (armed.load(std::memory_order_acquire) != i)
+                    TC::detail::CpuRelax();
+                payload = i;
+                current.load(std::memory_order_acquire)->Set();
+            }
+        });
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < rounds; ++i)
+    {
+        event = std::make_unique<Event>();
+        current.store(event.get(), std::memory_order_release);
+        armed.store(i, std::memory_order_release);
+        wait(*event);
+        wrong += payload == i ? 0 : 1;
+    }
+    setter.join();
+    return wrong;
+}
+
+struct LatchOfOne : Latch
+{
+    LatchOfOne() : Latch(1) {}
+    void Set() { CountDown(); }
+};
+} // namespace
+
+TEST_CASE("Stress: a wait that finds its event set while suspending sees the setter's writes",
+          "[stress][event]")
+{
+    const std::int64_t rounds = Scaled(200000);
+    auto plainWait = [](auto& event) { event.Wait(); };
+    // From a plain (converted) thread.
+    CHECK(SetWhileSuspending<ManualResetEvent_s>(rounds, plainWait) == 0);
+    CHECK(SetWhileSuspending<ManualResetEvent>(rounds, plainWait) == 0);
+    CHECK(SetWhileSuspending<LatchOfOne>(rounds, plainWait) == 0);
+    CHECK(SetWhileSuspending<AutoResetEvent_s>(rounds, plainWait) == 0);
+    // From a task.
+    TC::Scheduler scheduler(1u);
+    std::int64_t wrong = -1;
+    scheduler.Start([&] { wrong = SetWhileSuspending<ManualResetEvent_s>(rounds, plainWait); })
+        .Join();
+    CHECK(wrong == 0);
 }

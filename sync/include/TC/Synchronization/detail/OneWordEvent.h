@@ -174,7 +174,8 @@ private:
     void OnSuspended(SuspendedTask task) noexcept override
     {
         const std::uintptr_t self = WordOf(task);
-        std::uintptr_t word = word_.load(std::memory_order_relaxed);
+        // acquire: seeing kSet here ends the wait, so it must see the setter's writes.
+        std::uintptr_t word = word_.load(std::memory_order_acquire);
         for (unsigned spins = 0;;)
         {
             if (word == kSet)
@@ -187,7 +188,7 @@ private:
                 if (word & kLocked) // a timeout is unlinking: wait
                 {
                     SpinPause(spins);
-                    word = word_.load(std::memory_order_relaxed);
+                    word = word_.load(std::memory_order_acquire);
                     continue;
                 }
                 task.Entry()->next = word == kUnset ? nullptr : EntryOf(word);
