@@ -239,21 +239,25 @@ public:
     // co_await scheduler.Schedule(): continue on this scheduler.
     struct ScheduleAwaiter
     {
-        Scheduler* scheduler;
+        union
+        {
+            Scheduler* scheduler;
+            CoroutineIdentity* identity; // once submitted (the frame grows by nothing)
+        };
         Priority priority;
-        CoroutineIdentity* identity;
         bool await_ready() const noexcept { return false; }
         template <class Promise>
         void await_suspend(std::coroutine_handle<Promise> handle)
         {
+            Scheduler* const target = scheduler;
             identity = detail::IdentityOfPromise(handle);
-            scheduler->Submit(handle, priority);
+            target->Submit(handle, priority);
         }
         void await_resume() const noexcept { detail::IdentifyCoroutine(identity); }
     };
     ScheduleAwaiter Schedule(Priority priority = Priority::Normal) noexcept
     {
-        return ScheduleAwaiter{this, priority, nullptr};
+        return ScheduleAwaiter{{this}, priority};
     }
 
     // ---- pumping (workerless; host thread only; `lowest` High runs High only) ----
