@@ -70,7 +70,6 @@ public:
             if (!frame_)
                 detail::ThrowEmptyTask("TC::Strands::Task: awaited a task that owns no frame");
             promise_type& promise = PromiseOf(frame_);
-            detail::IdentifyCoroutine(&promise.Identity()); // the awaiter's chain
             promise.ResumedAwaiting();
             return promise.TakeResult();
         }
