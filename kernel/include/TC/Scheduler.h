@@ -84,7 +84,8 @@ struct SchedulerHooks
     std::function<void(TaskHandle task, const char* name)> taskLeave;
     /// Around a coroutine resumption it (or a strand on it) runs: pairs on one thread, entered as
     /// the resumed chain's awaiter returns to its body (one of the library's: a coroutine that
-    /// resumes in an awaiter of its own gets no zone); chain: CoroutineIdentity's, never 0.
+    /// resumes in an awaiter of its own gets no zone). chainId: never 0 nor reused; name:
+    /// Task::SetName's, a promise's CoroutineIdentity, else "coroutine".
     std::function<void(std::uint64_t chainId, const char* name)> coroutineEnter;
     std::function<void(std::uint64_t chainId, const char* name)> coroutineLeave;
 };
