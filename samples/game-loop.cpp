@@ -4,7 +4,10 @@
 // waits for it from a task (the main thread never blocks on it), applies the results on the main
 // thread, and hands background work (telemetry, streaming, a long job) to lower priority.
 // It prints frame-time statistics and checks that every frame's results arrived complete and in
-// order; it exits non-zero if anything is off.
+// order; it exits non-zero if anything is off. With --trace FILE it also writes the run's task
+// and coroutine zones as a Chrome trace (open it in ui.perfetto.dev).
+
+#include "support/ChromeTrace.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/AutoResetEvent_s.h>
@@ -16,6 +19,7 @@
 #include <coroutine>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -42,6 +46,7 @@ constexpr float kDt = 1.0f / 240.0f;
 constexpr auto kTick = 4ms;      // fixed step: one frame every 4 ms
 constexpr auto kSlice = 500us;   // how long the host runs work before looking up again
 constexpr int kStreamEvery = 30; // a streaming request every 30 frames
+constexpr int kExpectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
 constexpr int kLongJobUnits = 8; // units of the long job per frame
 constexpr std::size_t kParticles = 100'000; // aged by a ParallelFor each frame
 constexpr std::size_t kAgents = 64;          // one job each per frame, started as one bulk
@@ -179,18 +184,89 @@ TC::SchedulerHooks MakeHooks(Profiler& profiler)
 }
 // [/guide:hooks]
 
-// A coroutine that starts at once and frees itself at the end.
+// Counts each resumption of a coroutine whose promise derives from it, and those that found no
+// coroutine zone open as their body went on (see ThisThreadId below on thread-locals across a
+// suspension: CurrentChain reads afresh).
+std::atomic<int> coroutineResumptions{0};
+std::atomic<int> resumedOutsideZone{0};
+[[gnu::noinline]] std::uint64_t CurrentChain();
+
+struct ZoneCheckedPromise
+{
+    template <class Awaiter>
+    struct Checked
+    {
+        Awaiter inner;
+        bool await_ready() { return inner.await_ready(); }
+        template <class Handle>
+        decltype(auto) await_suspend(Handle handle) { return inner.await_suspend(handle); }
+        void await_resume() // the sample's coroutines await nothing that returns a value
+        {
+            inner.await_resume(); // the library's awaiter enters the zone here
+            ++coroutineResumptions;
+            if (CurrentChain() == 0)
+                ++resumedOutsideZone;
+        }
+    };
+    template <class Awaiter>
+    Checked<Awaiter> await_transform(Awaiter awaiter)
+    {
+        return {std::move(awaiter)};
+    }
+};
+
+// [guide:coroutine-hooks]
+// The same for coroutines: a scheduler that resumes one calls coroutineEnter/coroutineLeave
+// around it on that thread, with its chain's id (unique in the process, like TaskHandle::Id())
+// and name (Tracy: TracyFiberEnter(name)).
+struct CoroutineZones
+{
+    std::atomic<long> enters{0};
+    std::atomic<long> leaves{0};
+    std::atomic<int> unpaired{0};
+};
+thread_local std::uint64_t currentChain = 0;
+
+void AddCoroutineHooks(TC::SchedulerHooks& hooks, CoroutineZones& zones)
+{
+    hooks.coroutineEnter = [&zones](std::uint64_t chainId, const char*)
+    {
+        if (currentChain != 0 || chainId == 0)
+            ++zones.unpaired;
+        currentChain = chainId;
+        ++zones.enters;
+    };
+    hooks.coroutineLeave = [&zones](std::uint64_t chainId, const char*)
+    {
+        if (currentChain != chainId)
+            ++zones.unpaired;
+        currentChain = 0;
+        ++zones.leaves;
+    };
+}
+
+// A coroutine that starts at once and frees itself at the end. Its promise's Identity() names
+// its chain to the hooks (without one a resumption is a fresh "coroutine").
 struct FireAndForget
 {
-    struct promise_type
+    struct promise_type : ZoneCheckedPromise // the sample's check that each resumption is in a zone
     {
         FireAndForget get_return_object() noexcept { return {}; }
         std::suspend_never initial_suspend() noexcept { return {}; }
         std::suspend_never final_suspend() noexcept { return {}; }
         void return_void() noexcept {}
         void unhandled_exception() noexcept { std::terminate(); }
+        TC::CoroutineIdentity& Identity() noexcept { return identity; }
+        TC::CoroutineIdentity identity{.id = 0, .name = "stream-asset"};
     };
 };
+// [/guide:coroutine-hooks]
+
+[[gnu::noinline]] std::uint64_t CurrentChain()
+{
+    asm volatile("" ::: "memory");
+    return currentChain;
+}
 
 // [guide:async]
 // Runs `work` as a task on `scheduler` and returns a Future of its result. Start only queues the
@@ -396,10 +472,23 @@ double Percentile(std::vector<double> sorted, double p)
 }
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    const char* tracePath = nullptr; // --trace FILE
+    for (int i = 1; i < argc; ++i)
+    {
+        if (std::strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+            tracePath = argv[++i];
+        else
+        {
+            std::fprintf(stderr, "usage: %s [--trace FILE]\n", argv[0]);
+            return EXIT_FAILURE;
+        }
+    }
     const auto programStart = Clock::now();
     Profiler profiler;
+    CoroutineZones zones;
+    ChromeTrace trace; // outlives both schedulers
     // [guide:setup]
     BudgetStackAllocator stacks(64 * 1024 * 1024); // outlives both schedulers
 
@@ -422,6 +511,15 @@ int main()
     workerOptions.idlePolicy = TC::IdlePolicy::SpinThenSleep;
     workerOptions.hooks = MakeHooks(profiler);
     // [/guide:setup]
+    // [guide:chrome-trace]
+    AddCoroutineHooks(hostOptions.hooks, zones);
+    AddCoroutineHooks(workerOptions.hooks, zones);
+    if (tracePath) // record every zone as well, per thread, for a Chrome trace
+    {
+        trace.Attach(hostOptions.hooks);
+        trace.Attach(workerOptions.hooks);
+    }
+    // [/guide:chrome-trace]
 
     std::vector<float> expectedPosition, expectedVelocity;
     std::vector<double> frameMs;
@@ -521,6 +619,8 @@ int main()
             Check(game.streamedAssets[i] == static_cast<int>(i) * kStreamEvery,
                   "streamed assets in request order");
         Check(game.onMainByMistake == 0, "worker work ran on the workers");
+        Check(coroutineResumptions == 2 * kExpectedAssets && resumedOutsideZone == 0,
+              "every coroutine resumption ran inside a coroutine zone");
         longJobUnits = game.longJobUnits.load();
         Check(longJobUnits > 0, "the long job ran until the shutdown request");
 
@@ -552,6 +652,13 @@ int main()
           "threadStart/threadStop once per worker");
     Check(profiler.enters == profiler.leaves && profiler.unpaired == 0,
           "taskEnter/taskLeave in matched pairs");
+    Check(zones.enters == zones.leaves && zones.unpaired == 0 && zones.enters >= 2 * kExpectedAssets,
+          "coroutineEnter/coroutineLeave in matched pairs, one per resumption at least");
+    if (tracePath)
+    {
+        Check(trace.Write(tracePath), "the Chrome trace was written");
+        std::printf("trace: %zu events written to %s\n", trace.Events(), tracePath);
+    }
 
     std::vector<double> sorted = frameMs;
     std::sort(sorted.begin(), sorted.end());

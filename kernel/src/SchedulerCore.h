@@ -39,6 +39,7 @@ public:
     IStackAllocator* allocator;
     std::size_t defaultStackSize;
     bool taskHooks;
+    bool coroutineHooks;
 
     // ---- queues ----
     // From this scheduler's own worker the item stays in its local queue (no atomic at all);
@@ -224,6 +225,8 @@ public:
 
     // ---- running ----
     void RunItem(Worker& worker, std::uintptr_t item);
+    // A coroutine resumption inside a zone (coroutine hooks set).
+    void ResumeInZone(std::coroutine_handle<> handle);
     void RunPostSwitch(Worker& worker, ThreadState& thread) noexcept;
     void WorkerMain(Worker& worker);
     PumpResult Pump(std::size_t maxTasks, Priority lowest, std::int64_t deadline, bool queuedAtStart);

@@ -30,7 +30,9 @@ SchedulerCore::SchedulerCore(Scheduler* owner_, SchedulerOptions options_)
       allocator(options.stackAllocator ? options.stackAllocator : &DefaultStackAllocator()),
       defaultStackSize(RoundUp(options.stackSize < 4 * PageSize() ? 4 * PageSize() : options.stackSize,
                                PageSize())),
-      taskHooks(static_cast<bool>(options.hooks.taskEnter) || static_cast<bool>(options.hooks.taskLeave))
+      taskHooks(static_cast<bool>(options.hooks.taskEnter) || static_cast<bool>(options.hooks.taskLeave)),
+      coroutineHooks(static_cast<bool>(options.hooks.coroutineEnter) ||
+                     static_cast<bool>(options.hooks.coroutineLeave))
 {
     stackPool_[defaultStackSize].reserve(kStackPoolReserve);
     const unsigned count = options.workerCount ? options.workerCount : 1;

@@ -63,6 +63,84 @@ void CallTaskHook(const std::function<void(TaskHandle, const char*)>& hook,
 }
 
 constinit thread_local ThreadState threadState;
+constinit thread_local CoroutineZone* openCoroutineZone = nullptr;
+
+namespace
+{
+void CallCoroutineHook(const std::function<void(std::uint64_t, const char*)>& hook,
+                       const SchedulerOptions& options, const CoroutineZone& zone) noexcept
+{
+    if (!hook)
+        return;
+    try
+    {
+        hook(zone.identity.id, zone.identity.name);
+    }
+    catch (...)
+    {
+        HookThrew(&hook == &options.hooks.coroutineEnter ? "coroutineEnter" : "coroutineLeave",
+                  options.name);
+    }
+}
+
+// Ids are handed out in batches: one shared read-modify-write per kIdBatch ids, none per task.
+constexpr std::uint64_t kIdBatch = 1024;
+std::atomic<std::uint64_t> nextIdBatch{1}; // 0 is "no id"
+} // namespace
+
+std::uint64_t NextUniqueId() noexcept
+{
+    constinit thread_local std::uint64_t next = 0;
+    constinit thread_local std::uint64_t end = 0;
+    if (next == end) [[unlikely]]
+    {
+        next = nextIdBatch.fetch_add(kIdBatch, std::memory_order_relaxed); // only uniqueness
+        end = next + kIdBatch;
+    }
+    return next++;
+}
+
+void EnterCoroutineZone(CoroutineZone& zone, CoroutineIdentity* identity) noexcept
+{
+    zone.entered = true;
+    if (identity)
+    {
+        if (identity->id == 0)
+            identity->id = NextUniqueId();
+        zone.identity = *identity;
+    }
+    else
+    {
+        zone.identity.id = NextUniqueId();
+    }
+    if (!zone.identity.name)
+        zone.identity.name = "coroutine";
+    const auto* core = static_cast<const SchedulerCore*>(zone.scheduler);
+    CallCoroutineHook(core->options.hooks.coroutineEnter, core->options, zone);
+}
+
+void CloseCoroutineZone(CoroutineZone& zone) noexcept
+{
+    openCoroutineZone = zone.outer;
+    if (!zone.entered)
+        return;
+    const auto* core = static_cast<const SchedulerCore*>(zone.scheduler);
+    CallCoroutineHook(core->options.hooks.coroutineLeave, core->options, zone);
+}
+
+void SchedulerCore::ResumeInZone(std::coroutine_handle<> handle)
+{
+    struct Open
+    {
+        CoroutineZone zone;
+        explicit Open(const SchedulerCore* core) noexcept : zone{core, openCoroutineZone, {}, false}
+        {
+            openCoroutineZone = &zone;
+        }
+        ~Open() { CloseCoroutineZone(zone); }
+    } open(this);
+    handle.resume();
+}
 
 namespace
 {
@@ -203,7 +281,11 @@ void SchedulerCore::RunItem(Worker& worker, std::uintptr_t item)
 {
     if (item & kCoroutineTag)
     {
-        std::coroutine_handle<>::from_address(reinterpret_cast<void*>(item & ~kCoroutineTag)).resume();
+        const auto handle = std::coroutine_handle<>::from_address(reinterpret_cast<void*>(item & ~kCoroutineTag));
+        if (coroutineHooks) [[unlikely]]
+            ResumeInZone(handle);
+        else
+            handle.resume();
         return;
     }
     auto* task = reinterpret_cast<Task*>(item);
@@ -397,3 +479,8 @@ PumpResult SchedulerCore::Pump(std::size_t maxTasks, Priority lowest, std::int64
 }
 
 } // namespace TC::detail
+
+std::uint64_t TC::TaskHandle::Id() const noexcept
+{
+    return id_ ? id_->id : 0;
+}

@@ -118,6 +118,7 @@ Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
 {
     const bool fromWorker = worker != nullptr;
     auto* task = ::new (block) Task;
+    task->id = NextUniqueId();
     task->blockFromWorker = fromWorker;
     task->stack.size = size;
     if (body.size <= kTaskBlockSize - kTaskBytes && body.alignment <= kTaskBlockAlign)

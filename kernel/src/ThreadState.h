@@ -17,6 +17,7 @@ class SchedulerCore;
 // What TaskHandle points at: a task or a converted thread.
 struct TaskIdentity
 {
+    std::uint64_t id = 0; // a task's (NextUniqueId, at Start); 0 for a thread
 };
 
 // A converted thread's wait: its entry and the word its resumer sets.

@@ -10,6 +10,7 @@
 #include <TC/StackAllocator.h>
 #include <TC/SuspendedTask.h>
 #include <TC/detail/BulkStart.h>
+#include <TC/detail/CoroutineZone.h>
 #include <TC/detail/Export.h>
 
 #include <coroutine>
@@ -78,9 +79,15 @@ struct SchedulerHooks
     std::function<void(unsigned workerIndex)> threadStart;
     std::function<void(unsigned workerIndex)> threadStop;
     // As a task starts or resumes / stops running: pairs on one thread; name: TaskOptions::name
-    // or "task".
+    // or "task"; task.Id() is unique in the process.
     std::function<void(TaskHandle task, const char* name)> taskEnter;
     std::function<void(TaskHandle task, const char* name)> taskLeave;
+    /// Around a coroutine resumption it (or a strand on it) runs: pairs on one thread, entered as
+    /// the resumed chain's awaiter returns to its body (one of the library's: a coroutine that
+    /// resumes in an awaiter of its own gets no zone). chainId: never 0 nor reused; name:
+    /// Task::SetName's, a promise's CoroutineIdentity, else "coroutine".
+    std::function<void(std::uint64_t chainId, const char* name)> coroutineEnter;
+    std::function<void(std::uint64_t chainId, const char* name)> coroutineLeave;
 };
 
 struct TC_API SchedulerOptions
@@ -231,17 +238,27 @@ public:
     void Submit(std::coroutine_handle<> handle, Priority priority);
 
     // co_await scheduler.Schedule(): continue on this scheduler.
-    auto Schedule(Priority priority = Priority::Normal) noexcept
+    struct ScheduleAwaiter
     {
-        struct Awaiter
+        union
         {
             Scheduler* scheduler;
-            Priority priority;
-            bool await_ready() const noexcept { return false; }
-            void await_suspend(std::coroutine_handle<> handle) { scheduler->Submit(handle, priority); }
-            void await_resume() const noexcept {}
+            CoroutineIdentity* identity; // once submitted (the frame grows by nothing)
         };
-        return Awaiter{this, priority};
+        Priority priority;
+        bool await_ready() const noexcept { return false; }
+        template <class Promise>
+        void await_suspend(std::coroutine_handle<Promise> handle)
+        {
+            Scheduler* const target = scheduler;
+            identity = detail::IdentityOfPromise(handle);
+            target->Submit(handle, priority);
+        }
+        void await_resume() const noexcept { detail::IdentifyCoroutine(identity); }
+    };
+    ScheduleAwaiter Schedule(Priority priority = Priority::Normal) noexcept
+    {
+        return ScheduleAwaiter{{this}, priority};
     }
 
     // ---- pumping (workerless; host thread only; `lowest` High runs High only) ----

@@ -7,6 +7,7 @@
 #include <TC/Executor.h>
 #include <TC/ISuspendCallback.h>
 #include <TC/SuspendedTask.h>
+#include <TC/detail/CoroutineZone.h>
 #include <TC/detail/Export.h>
 
 #include <concepts>
@@ -111,7 +112,7 @@ public:
         detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
         return detail::SuspendCoroutine(entry_, entry_.callback_);
     }
-    void await_resume() const noexcept {}
+    void await_resume() const noexcept { detail::IdentifyCoroutine(nullptr); }
 
 private:
     SuspendedTaskEntry entry_; // holds the callback from the start
@@ -142,7 +143,11 @@ public:
         detail::PrepareCoroutineEntry(entry_, handle, detail::UnownedRootOfPromise(handle), keepAlive_);
         return detail::SuspendCoroutineFor(entry_, timer_, entry_.callback_, timeout_);
     }
-    bool await_resume() noexcept { return detail::FinishCoroutineTimedWait(entry_, timer_); }
+    bool await_resume() noexcept
+    {
+        detail::IdentifyCoroutine(nullptr);
+        return detail::FinishCoroutineTimedWait(entry_, timer_);
+    }
 
 private:
     Duration timeout_;

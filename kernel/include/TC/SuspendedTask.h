@@ -3,6 +3,7 @@
 //   void OnSuspended(TC::SuspendedTask task) noexcept override { waiters_.Push(task.Entry()); }
 
 #include <TC/Checked.h>
+#include <TC/detail/Export.h>
 
 #include <atomic>
 #include <cstdint>
@@ -148,6 +149,8 @@ public:
 
     constexpr explicit operator bool() const noexcept { return id_ != nullptr; }
     constexpr const detail::TaskIdentity* Identity() const noexcept { return id_; }
+    // A task's id, unique in the process (never reused, unlike the handle); 0 for a thread.
+    TC_API std::uint64_t Id() const noexcept;
     friend constexpr bool operator==(TaskHandle, TaskHandle) noexcept = default;
 
 private:

@@ -6,8 +6,11 @@
 #include <coroutine>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include <TC/Strands/StopToken.h>
+#include <TC/Strands/detail/MarkedAwait.h>
+#include <TC/detail/CoroutineZone.h>
 
 namespace TC::Strands
 {
@@ -28,6 +31,15 @@ public:
             std::terminate();
         }
 
+        // Its awaits name its chain (a fresh id, "coroutine") to a scheduler's coroutine zone.
+        template <class Operand>
+        auto await_transform(Operand&& operand)
+        {
+            return detail::MarkAwait(std::forward<Operand>(operand), *this);
+        }
+        void MarkSuspended() const noexcept {}
+        CoroutineIdentity& Identity() noexcept { return identity_; }
+
         const StopToken& Token() const noexcept { return token_; }
         std::coroutine_handle<> UnownedRoot() const noexcept
         {
@@ -37,6 +49,7 @@ public:
 
     private:
         StopToken token_; // never stopped: no source
+        CoroutineIdentity identity_;
     };
 };
 } // namespace TC::Strands

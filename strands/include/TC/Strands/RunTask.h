@@ -3,6 +3,7 @@
 //   options.aroundTask = [](TC::Strands::RunTask& task) { Transaction scope; task(); };
 
 #include <TC/Strands/detail/StrandEntry.h>
+#include <TC/detail/CoroutineZone.h>
 
 #include <cstdint>
 
@@ -42,6 +43,7 @@ public:
         else
         {
             entry_.Resumed(); // resumed: nothing to free any more
+            const detail::CoroutineResumption zone; // its own, inside the pump's
             entry_.Handle().resume();
         }
     }

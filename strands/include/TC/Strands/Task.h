@@ -7,6 +7,7 @@
 #include <TC/Strands/detail/TaskPromise.h>
 
 #include <coroutine>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -115,6 +116,22 @@ public:
     {
         if (frame_)
             frame_.Get()->SetToken(std::move(token));
+    }
+    // A root task's chain name for coroutine hooks (stable string), set before it starts.
+    void SetName(const char* name) noexcept
+    {
+        if (frame_)
+            frame_.Get()->Identity().name = name;
+    }
+    // Its chain's id (given now if it had none), as coroutine hooks see it.
+    std::uint64_t ChainId() noexcept
+    {
+        if (!frame_)
+            return 0;
+        CoroutineIdentity& identity = frame_.Get()->Identity();
+        if (identity.id == 0)
+            identity.id = detail::NextUniqueId();
+        return identity.id;
     }
 
 private:

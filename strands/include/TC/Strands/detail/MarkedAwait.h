@@ -2,6 +2,8 @@
 // detail::MarkedAwait: a Task body's co_await (await_transform): forwards to the standard's
 // awaiter, marking the promise suspended before its await_suspend.
 
+#include <TC/detail/CoroutineZone.h>
+
 #include <concepts>
 #include <coroutine>
 #include <type_traits>
@@ -72,6 +74,8 @@ public:
 
     decltype(auto) await_resume() noexcept(noexcept(std::declval<Inner&>().await_resume()))
     {
+        if constexpr (requires { promise_.Identity(); })
+            IdentifyCoroutine(&promise_.Identity());
         return inner_.await_resume();
     }
 

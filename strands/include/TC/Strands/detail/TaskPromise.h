@@ -7,6 +7,7 @@
 #include <TC/Strands/StopToken.h>
 #include <TC/Strands/detail/FrameCache.h>
 #include <TC/Strands/detail/MarkedAwait.h>
+#include <TC/detail/CoroutineZone.h>
 #include <TC/detail/Export.h>
 
 #include <atomic>
@@ -151,12 +152,22 @@ public:
     static void* operator new(std::size_t size) { return AllocateFrame(size); }
     static void operator delete(void* frame, std::size_t size) noexcept { FreeFrame(frame, size); }
 
-    std::suspend_always initial_suspend() const noexcept { return {}; }
+    // Names the chain to a scheduler's coroutine zone when first resumed.
+    struct InitialAwaiter
+    {
+        TaskPromiseBase& promise;
+        bool await_ready() const noexcept { return false; }
+        void await_suspend(std::coroutine_handle<>) const noexcept {}
+        void await_resume() const noexcept { IdentifyCoroutine(&promise.identity_); }
+    };
+
+    InitialAwaiter initial_suspend() noexcept { return {*this}; }
     FinalAwaiter final_suspend() const noexcept { return {}; }
     void unhandled_exception() noexcept { exception_ = std::current_exception(); }
 
     const Strands::StopToken& Token() const noexcept { return token_; }
     std::coroutine_handle<> UnownedRoot() const noexcept { return unownedRoot_; }
+    CoroutineIdentity& Identity() noexcept { return identity_; }
 
     // A Task's awaiter marks this frame only where it stays suspended; other awaiters are
     // wrapped to mark it before their await_suspend.
@@ -197,6 +208,13 @@ public:
             token_ = awaiting.Token();
         if constexpr (Strands::CarriesUnownedRoot<AwaitingPromise>)
             unownedRoot_ = awaiting.UnownedRoot();
+        if constexpr (requires { awaiting.Identity(); })
+        {
+            CoroutineIdentity& chain = awaiting.Identity();
+            if (chain.id == 0)
+                chain.id = NextUniqueId(); // once per chain: the frames it awaits share it
+            identity_ = chain;
+        }
     }
 
     // Starts this frame: false if it finished during the start, true if its final suspension
@@ -241,6 +259,7 @@ private:
     Strands::StopToken token_;
     std::coroutine_handle<> unownedRoot_;
     std::exception_ptr exception_;
+    CoroutineIdentity identity_;
 };
 
 #if TC_CHECKED
