@@ -1,13 +1,18 @@
 // game-loop: a fixed-step game loop on the main thread that embeds ConcurrentTasks the way an
 // engine does. The main thread pumps its own scheduler (no threads of its own) within a per-frame
 // budget; a second scheduler has two workers. Each frame fans the simulation out to the workers,
-// waits for it from a task (the main thread never blocks on it), applies the results on the main
-// thread, and hands background work (telemetry, streaming, a long job) to lower priority.
-// It prints frame-time statistics and checks that every frame's results arrived complete and in
-// order; it exits non-zero if anything is off. With --trace FILE it also writes the run's task
-// and coroutine zones as a Chrome trace (open it in ui.perfetto.dev).
+// ages particles with a ParallelFor, starts the agents' jobs as one bulk, runs the animation's
+// job graph, applies the results on the main thread, and hands background work (telemetry,
+// streaming, a long job) to lower priority.
+// It prints frame-time percentiles, how far RunFor turns overran, jobs per second and resident
+// memory growth, and checks that every frame's results arrived complete and in order; it exits
+// non-zero if anything is off. With --trace FILE it also writes the run's task and coroutine
+// zones as a Chrome trace (open it in ui.perfetto.dev).
 
+#include "support/BudgetStackAllocator.h"
 #include "support/ChromeTrace.h"
+#include "support/FrameStats.h"
+#include "support/GameLoopHooks.h"
 
 #include <TC/Core.h>
 #include <TC/Synchronization/AutoResetEvent_s.h>
@@ -38,7 +43,7 @@ using namespace std::chrono_literals;
 
 namespace
 {
-constexpr int kFrames = 300;
+constexpr int kFrames = 600;
 constexpr int kEntities = 8192;
 constexpr int kChunks = 8;
 constexpr int kChunkSize = kEntities / kChunks;
@@ -50,6 +55,19 @@ constexpr int kExpectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
 constexpr int kLongJobUnits = 8; // units of the long job per frame
 constexpr std::size_t kParticles = 100'000; // aged by a ParallelFor each frame
 constexpr std::size_t kAgents = 64;          // one job each per frame, started as one bulk
+constexpr int kWarmFrames = 60;             // resident memory is compared from here on
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
 
 int failures = 0;
 
@@ -101,172 +119,7 @@ ChunkResult SimulateChunk(const World& world, int frame, int chunk)
     return result;
 }
 
-// [guide:allocator]
-// Task stacks come from here: a task takes one when it first runs and gives it back when it
-// ends. This one keeps the game's memory budget; an engine would carve from its own arena.
-// Allocate may be called from any thread of the scheduler; the scheduler pools released stacks,
-// so in steady state neither member runs.
-class BudgetStackAllocator final : public TC::IStackAllocator
-{
-public:
-    explicit BudgetStackAllocator(std::size_t budget) : budget_(budget) {}
 
-    void* Allocate(std::size_t size, TC::StackGuard guard) override
-    {
-        if (used_.fetch_add(size) + size > budget_)
-        {
-            used_.fetch_sub(size);
-            throw std::bad_alloc(); // that task ends unrun and its Join rethrows this
-        }
-        ++stacks_;
-        return TC::DefaultStackAllocator().Allocate(size, guard); // guard page included
-    }
-
-    void Deallocate(void* base, std::size_t size, TC::StackGuard guard) noexcept override
-    {
-        TC::DefaultStackAllocator().Deallocate(base, size, guard);
-        used_.fetch_sub(size);
-        --stacks_;
-    }
-
-    std::size_t Used() const noexcept { return used_.load(); }
-    int Stacks() const noexcept { return stacks_.load(); }
-
-private:
-    const std::size_t budget_;
-    std::atomic<std::size_t> used_{0};
-    std::atomic<int> stacks_{0};
-};
-// [/guide:allocator]
-
-// [guide:hooks]
-// What a profiler's fiber API needs (Tracy: TracyFiberEnter(name) / TracyFiberLeave): each
-// task's enter and leave, in pairs, on the thread that runs it, with a stable name. Here we just
-// count and check the pairing.
-struct Profiler
-{
-    std::atomic<long> enters{0};
-    std::atomic<long> leaves{0};
-    std::atomic<int> unpaired{0};
-    std::atomic<int> threadsStarted{0};
-    std::atomic<int> threadsStopped{0};
-};
-thread_local const char* currentZone = nullptr;
-
-TC::SchedulerHooks MakeHooks(Profiler& profiler)
-{
-    TC::SchedulerHooks hooks;
-    hooks.threadStart = [&profiler](unsigned workerIndex)
-    {
-        const std::string name = "sim-worker-" + std::to_string(workerIndex);
-        pthread_setname_np(pthread_self(), name.c_str());
-#if defined(__SSE__)
-        _mm_setcsr(_mm_getcsr() | 0x8040); // flush denormals to zero (FTZ | DAZ)
-#endif
-        ++profiler.threadsStarted;
-    };
-    hooks.threadStop = [&profiler](unsigned) { ++profiler.threadsStopped; };
-    hooks.taskEnter = [&profiler](TC::TaskHandle, const char* name)
-    {
-        if (currentZone != nullptr)
-            ++profiler.unpaired;
-        currentZone = name; // TracyFiberEnter(name)
-        ++profiler.enters;
-    };
-    hooks.taskLeave = [&profiler](TC::TaskHandle, const char* name)
-    {
-        if (currentZone != name)
-            ++profiler.unpaired;
-        currentZone = nullptr; // TracyFiberLeave
-        ++profiler.leaves;
-    };
-    return hooks;
-}
-// [/guide:hooks]
-
-// Counts each resumption of a coroutine whose promise derives from it, and those that found no
-// coroutine zone open as their body went on (see ThisThreadId below on thread-locals across a
-// suspension: CurrentChain reads afresh).
-std::atomic<int> coroutineResumptions{0};
-std::atomic<int> resumedOutsideZone{0};
-[[gnu::noinline]] std::uint64_t CurrentChain();
-
-struct ZoneCheckedPromise
-{
-    template <class Awaiter>
-    struct Checked
-    {
-        Awaiter inner;
-        bool await_ready() { return inner.await_ready(); }
-        template <class Handle>
-        decltype(auto) await_suspend(Handle handle) { return inner.await_suspend(handle); }
-        void await_resume() // the sample's coroutines await nothing that returns a value
-        {
-            inner.await_resume(); // the library's awaiter enters the zone here
-            ++coroutineResumptions;
-            if (CurrentChain() == 0)
-                ++resumedOutsideZone;
-        }
-    };
-    template <class Awaiter>
-    Checked<Awaiter> await_transform(Awaiter awaiter)
-    {
-        return {std::move(awaiter)};
-    }
-};
-
-// [guide:coroutine-hooks]
-// The same for coroutines: a scheduler that resumes one calls coroutineEnter/coroutineLeave
-// around it on that thread, with its chain's id (unique in the process, like TaskHandle::Id())
-// and name (Tracy: TracyFiberEnter(name)).
-struct CoroutineZones
-{
-    std::atomic<long> enters{0};
-    std::atomic<long> leaves{0};
-    std::atomic<int> unpaired{0};
-};
-thread_local std::uint64_t currentChain = 0;
-
-void AddCoroutineHooks(TC::SchedulerHooks& hooks, CoroutineZones& zones)
-{
-    hooks.coroutineEnter = [&zones](std::uint64_t chainId, const char*)
-    {
-        if (currentChain != 0 || chainId == 0)
-            ++zones.unpaired;
-        currentChain = chainId;
-        ++zones.enters;
-    };
-    hooks.coroutineLeave = [&zones](std::uint64_t chainId, const char*)
-    {
-        if (currentChain != chainId)
-            ++zones.unpaired;
-        currentChain = 0;
-        ++zones.leaves;
-    };
-}
-
-// A coroutine that starts at once and frees itself at the end. Its promise's Identity() names
-// its chain to the hooks (without one a resumption is a fresh "coroutine").
-struct FireAndForget
-{
-    struct promise_type : ZoneCheckedPromise // the sample's check that each resumption is in a zone
-    {
-        FireAndForget get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::terminate(); }
-        TC::CoroutineIdentity& Identity() noexcept { return identity; }
-        TC::CoroutineIdentity identity{.id = 0, .name = "stream-asset"};
-    };
-};
-// [/guide:coroutine-hooks]
-
-[[gnu::noinline]] std::uint64_t CurrentChain()
-{
-    asm volatile("" ::: "memory");
-    return currentChain;
-}
 
 // [guide:async]
 // Runs `work` as a task on `scheduler` and returns a Future of its result. Start only queues the
@@ -331,8 +184,60 @@ struct Game
     std::atomic<long> longJobUnits{0};
     std::vector<float> particles = std::vector<float>(kParticles, 1.0f); // chunks by ParallelFor
     std::vector<int> decisions = std::vector<int>(kAgents, -1);          // one slot per agent job
+    std::atomic<long> particleChunks{0}; // ParallelFor chunks run, for the jobs-per-second count
+    // The animation's job graph (BuildAnimation): built once, run every frame.
+    TC::JobGraph animation;
+    int animatedFrame = -1; // written by the frame task before each run
+    std::vector<long> poses = std::vector<long>(kAgents, 0);
+    std::vector<long> skins = std::vector<long>(kAgents, 0);
+    long visible = 0;
+    std::vector<long> drawKeys; // one per frame, by the graph's last job
     bool OnHost() const { return ThisThreadId() == mainThread; }
 };
+
+long ExpectedPose(std::size_t agent, int frame)
+{
+    return static_cast<long>(agent) * 3 + frame;
+}
+
+// [guide:animation-graph]
+// Built once: each agent's pose, then its skin; culling after every skin; the draw list after
+// culling. A job begins once the jobs before it ended and sees what they wrote. Running it takes
+// no task and no stack per job: the frame task and one helper task per worker run the jobs.
+void BuildAnimation(Game& game)
+{
+    std::vector<TC::JobGraph::Node> skins;
+    for (std::size_t agent = 0; agent < kAgents; ++agent)
+    {
+        TC::JobGraph::Node pose = game.animation.Add(
+            [&game, agent] { game.poses[agent] = ExpectedPose(agent, game.animatedFrame); }, "pose");
+        TC::JobGraph::Node skin = game.animation.Add(
+            [&game, agent] { game.skins[agent] = game.poses[agent] * 2; }, "skin");
+        game.animation.Precede(pose, skin);
+        skins.push_back(skin);
+    }
+    TC::JobGraph::Node cull = game.animation.Add(
+        [&game]
+        {
+            game.visible = 0;
+            for (long skin : game.skins)
+                game.visible += skin;
+        },
+        "cull");
+    for (TC::JobGraph::Node skin : skins)
+        game.animation.Precede(skin, cull);
+    TC::JobGraph::Node draw =
+        game.animation.Add([&game] { game.drawKeys.push_back(game.visible); }, "draw-list");
+    game.animation.Precede(cull, draw);
+}
+
+// Each frame, from the frame task, which suspends once no job is left for it to run.
+void Animate(Game& game, int frame)
+{
+    game.animatedFrame = frame;
+    game.animation.Run(game.workers, {.name = "animation", .priority = TC::Priority::High});
+}
+// [/guide:animation-graph]
 
 // [guide:move]
 // Background telemetry for one frame: summarised on a worker, recorded on the main thread (its
@@ -374,10 +279,11 @@ FireAndForget StreamAsset(Game& game, int id)
 void AgeParticles(Game& game)
 {
     TC::ParallelFor(game.workers, {0, game.particles.size()}, 2048,
-                    [&particles = game.particles](TC::IndexRange chunk)
+                    [&particles = game.particles, &chunks = game.particleChunks](TC::IndexRange chunk)
                     {
                         for (std::size_t i = chunk.begin; i < chunk.end; ++i)
                             particles[i] = particles[i] * 0.99f + 0.01f;
+                        chunks.fetch_add(1, std::memory_order_relaxed);
                     },
                     {.name = "particles", .priority = TC::Priority::High});
 }
@@ -432,6 +338,7 @@ void RunFrame(Game& game, int frame)
     }
     AgeParticles(game);
     ThinkAgents(game, frame);
+    Animate(game, frame);
     game.appliedFrames.push_back(frame);
 
     game.workers
@@ -465,11 +372,6 @@ void LongJob(Game& game)
 }
 // [/guide:shutdown]
 
-double Percentile(std::vector<double> sorted, double p)
-{
-    const auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
-    return sorted[std::min(index, sorted.size() - 1)];
-}
 } // namespace
 
 int main(int argc, char** argv)
@@ -523,6 +425,10 @@ int main(int argc, char** argv)
 
     std::vector<float> expectedPosition, expectedVelocity;
     std::vector<double> frameMs;
+    std::vector<double> overrunsUs;
+    double loopSeconds = 0;
+    double residentGrowth = 0;
+    double jobs = 0;
     long longJobUnits = 0;
     {
         TC::Scheduler host(hostOptions);
@@ -534,6 +440,14 @@ int main(int argc, char** argv)
             game.world.velocity[i] = static_cast<float>(i % 13) / 13.0f;
         }
         const World initial = game.world;
+        BuildAnimation(game);
+        game.drawKeys.reserve(kFrames);
+        game.appliedFrames.reserve(kFrames);
+        game.telemetryFrames.reserve(kFrames);
+        frameMs.reserve(kFrames);
+        MeteredPump pump(host);
+        std::size_t warmResident = 0;
+        const auto loopStart = Clock::now();
 
         TC::JoinHandle longJob = workers.Start(
             [&game] { LongJob(game); }, {.name = "long-job", .stackSize = TC::StackSize::Large});
@@ -542,6 +456,8 @@ int main(int argc, char** argv)
         for (int frame = 0; frame < kFrames; ++frame)
         {
             const auto frameStart = Clock::now();
+            if (frame == kWarmFrames)
+                warmResident = ResidentBytes();
             game.frameStarted.Set();
             bool applied = false;
             host.Start(
@@ -556,12 +472,12 @@ int main(int argc, char** argv)
             // This frame's work first, High only, in slices (input or rendering could go between).
             while (!applied)
             {
-                const TC::PumpResult high = host.RunFor(kSlice, TC::Priority::High);
+                const TC::PumpResult high = pump.RunFor(kSlice, TC::Priority::High);
                 if (applied || high.ran != 0)
                     continue;
                 // The frame task waits on the workers: do background work meanwhile, or sleep
                 // until a worker hands something back (a submit wakes WaitForWork).
-                if (host.RunFor(kSlice, TC::Priority::Normal).ran == 0)
+                if (pump.RunFor(kSlice, TC::Priority::Normal).ran == 0)
                     host.WaitForWork(kSlice);
             }
             frameMs.push_back(
@@ -571,11 +487,19 @@ int main(int argc, char** argv)
             const auto nextTick = frameStart + kTick;
             while (Clock::now() < nextTick)
             {
-                if (host.RunFor(nextTick - Clock::now(), TC::Priority::Normal).ran == 0)
+                if (pump.RunFor(nextTick - Clock::now(), TC::Priority::Normal).ran == 0)
                     host.WaitForWork(nextTick - Clock::now());
             }
         }
         // [/guide:frame-loop]
+        loopSeconds = std::chrono::duration<double>(Clock::now() - loopStart).count();
+        residentGrowth = static_cast<double>(ResidentBytes()) - static_cast<double>(warmResident);
+        overrunsUs = pump.OverrunsUs();
+        // Jobs: per frame the frame task, the simulation's chunks, the agents, the graph's jobs
+        // and telemetry; besides, the particles' chunks and the streaming requests.
+        jobs = static_cast<double>(kFrames) *
+                   static_cast<double>(1 + kChunks + kAgents + game.animation.Size() + 1) +
+               static_cast<double>(game.particleChunks.load() + kExpectedAssets);
 
         // [guide:drain]
         // Stop the long job, then let in-flight background work land before checking it.
@@ -646,6 +570,15 @@ int main(int argc, char** argv)
         for (std::size_t agent = 0; agent < kAgents; ++agent)
             decided = decided && game.decisions[agent] == Decide(agent, kFrames - 1);
         Check(decided, "every agent's bulk-started job ran in the last frame");
+        bool drawn = game.drawKeys.size() == static_cast<std::size_t>(kFrames);
+        for (int frame = 0; drawn && frame < kFrames; ++frame)
+        {
+            long expected = 0;
+            for (std::size_t agent = 0; agent < kAgents; ++agent)
+                expected += 2 * ExpectedPose(agent, frame);
+            drawn = game.drawKeys[frame] == expected;
+        }
+        Check(drawn, "the animation graph ran every job once a frame, each after its prerequisites");
     }
     Check(stacks.Used() == 0 && stacks.Stacks() == 0, "every stack went back to the allocator");
     Check(profiler.threadsStarted == 2 && profiler.threadsStopped == 2,
@@ -654,20 +587,27 @@ int main(int argc, char** argv)
           "taskEnter/taskLeave in matched pairs");
     Check(zones.enters == zones.leaves && zones.unpaired == 0 && zones.enters >= 2 * kExpectedAssets,
           "coroutineEnter/coroutineLeave in matched pairs, one per resumption at least");
+    // Steady state allocates nothing that stays: the schedulers pool stacks and task blocks.
+    // (Sanitizers keep freed memory in quarantine and shadow; a trace keeps its events.)
+    if (!kSanitized && !tracePath)
+        Check(residentGrowth < 8.0 * 1024 * 1024, "resident memory flat after the warm-up frames");
     if (tracePath)
     {
         Check(trace.Write(tracePath), "the Chrome trace was written");
         std::printf("trace: %zu events written to %s\n", trace.Events(), tracePath);
     }
 
-    std::vector<double> sorted = frameMs;
-    std::sort(sorted.begin(), sorted.end());
     const double total = std::chrono::duration<double>(Clock::now() - programStart).count();
     std::printf("game-loop: %d frames of %d entities in %d chunks, tick %lld ms, %.2f s in all\n",
                 kFrames, kEntities, kChunks, static_cast<long long>(kTick.count()), total);
-    std::printf(
-        "frame time (start to results applied), ms: min %.3f  median %.3f  p99 %.3f  max %.3f\n",
-        sorted.front(), Percentile(sorted, 0.5), Percentile(sorted, 0.99), sorted.back());
+    std::printf("frame time (start to results applied), ms: p50 %.3f  p99 %.3f  max %.3f\n",
+                Percentile(frameMs, 0.5), Percentile(frameMs, 0.99), Percentile(frameMs, 1.0));
+    std::printf("RunFor overrun past its budget, us: p50 %.1f  p99 %.1f  max %.1f (%zu turns)\n",
+                Percentile(overrunsUs, 0.5), Percentile(overrunsUs, 0.99),
+                Percentile(overrunsUs, 1.0), overrunsUs.size());
+    std::printf("jobs: %.0f in %.2f s, %.0f per second\n", jobs, loopSeconds, jobs / loopSeconds);
+    std::printf("resident memory growth from frame %d to the end: %+.1f KiB%s\n", kWarmFrames,
+                residentGrowth / 1024.0, tracePath ? " (the trace's buffers included)" : "");
     std::printf("tasks entered %ld times; long-job units %ld\n", profiler.enters.load(),
                 longJobUnits);
     if (failures != 0)
