@@ -545,6 +545,8 @@ TEST_CASE("Without EnableTimers a zero timeout waits without limit", "[.][no-tim
 {
     REQUIRE_FALSE(TimersEnabled());
     Slot slot;
+    // Before the resumer exists: its 50 ms sleep can only end after this.
+    const auto start = std::chrono::steady_clock::now();
     std::thread resumer(
         [&]
         {
@@ -554,10 +556,11 @@ TEST_CASE("Without EnableTimers a zero timeout waits without limit", "[.][no-tim
                 std::this_thread::yield();
             ResumeTask(task);
         });
-    const auto start = std::chrono::steady_clock::now();
-    REQUIRE(SuspendTaskFor(&slot, Duration::Zero())); // resumed, not timed out
-    REQUIRE(std::chrono::steady_clock::now() - start >= 40ms);
+    const bool resumed = SuspendTaskFor(&slot, Duration::Zero());
+    const auto waited = std::chrono::steady_clock::now() - start;
     resumer.join();
+    REQUIRE(resumed); // resumed, not timed out
+    REQUIRE(waited >= 50ms);
 }
 
 // Checked builds: destroying a primitive while a waiter is suspended on it fails at once, naming
