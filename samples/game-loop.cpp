@@ -43,7 +43,7 @@ using namespace std::chrono_literals;
 
 namespace
 {
-constexpr int kFrames = 600;
+int frames = 600; // --frames N
 constexpr int kEntities = 8192;
 constexpr int kChunks = 8;
 constexpr int kChunkSize = kEntities / kChunks;
@@ -51,7 +51,6 @@ constexpr float kDt = 1.0f / 240.0f;
 constexpr auto kTick = 4ms;      // fixed step: one frame every 4 ms
 constexpr auto kSlice = 500us;   // how long the host runs work before looking up again
 constexpr int kStreamEvery = 30; // a streaming request every 30 frames
-constexpr int kExpectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
 constexpr int kLongJobUnits = 8; // units of the long job per frame
 constexpr std::size_t kParticles = 100'000; // aged by a ParallelFor each frame
 constexpr std::size_t kAgents = 64;          // one job each per frame, started as one bulk
@@ -381,12 +380,17 @@ int main(int argc, char** argv)
     {
         if (std::strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
             tracePath = argv[++i];
+        else if (std::strcmp(argv[i], "--frames") == 0 && i + 1 < argc &&
+                 std::atoi(argv[i + 1]) > kWarmFrames)
+            frames = std::atoi(argv[++i]);
         else
         {
-            std::fprintf(stderr, "usage: %s [--trace FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--trace FILE] [--frames N (over %d)]\n", argv[0],
+                         kWarmFrames);
             return EXIT_FAILURE;
         }
     }
+    const int expectedAssets = (frames + kStreamEvery - 1) / kStreamEvery;
     const auto programStart = Clock::now();
     Profiler profiler;
     CoroutineZones zones;
@@ -441,10 +445,10 @@ int main(int argc, char** argv)
         }
         const World initial = game.world;
         BuildAnimation(game);
-        game.drawKeys.reserve(kFrames);
-        game.appliedFrames.reserve(kFrames);
-        game.telemetryFrames.reserve(kFrames);
-        frameMs.reserve(kFrames);
+        game.drawKeys.reserve(frames);
+        game.appliedFrames.reserve(frames);
+        game.telemetryFrames.reserve(frames);
+        frameMs.reserve(frames);
         MeteredPump pump(host);
         std::size_t warmResident = 0;
         const auto loopStart = Clock::now();
@@ -453,7 +457,7 @@ int main(int argc, char** argv)
             [&game] { LongJob(game); }, {.name = "long-job", .stackSize = TC::StackSize::Large});
 
         // [guide:frame-loop]
-        for (int frame = 0; frame < kFrames; ++frame)
+        for (int frame = 0; frame < frames; ++frame)
         {
             const auto frameStart = Clock::now();
             if (frame == kWarmFrames)
@@ -497,9 +501,9 @@ int main(int argc, char** argv)
         overrunsUs = pump.OverrunsUs();
         // Jobs: per frame the frame task, the simulation's chunks, the agents, the graph's jobs
         // and telemetry; besides, the particles' chunks and the streaming requests.
-        jobs = static_cast<double>(kFrames) *
+        jobs = static_cast<double>(frames) *
                    static_cast<double>(1 + kChunks + kAgents + game.animation.Size() + 1) +
-               static_cast<double>(game.particleChunks.load() + kExpectedAssets);
+               static_cast<double>(game.particleChunks.load() + expectedAssets);
 
         // [guide:drain]
         // Stop the long job, then let in-flight background work land before checking it.
@@ -507,8 +511,7 @@ int main(int argc, char** argv)
         game.frameStarted.Set(); // in case the long job waits for a frame
         longJob.Join();          // a wait on the host thread keeps pumping the host scheduler
         const auto drainUntil = Clock::now() + 5s;
-        const int expectedAssets = (kFrames + kStreamEvery - 1) / kStreamEvery;
-        while ((game.telemetryFrames.size() < kFrames ||
+        while ((game.telemetryFrames.size() < static_cast<std::size_t>(frames) ||
                 game.streamedAssets.size() < static_cast<std::size_t>(expectedAssets)) &&
                Clock::now() < drainUntil)
         {
@@ -528,8 +531,8 @@ int main(int argc, char** argv)
         // [/guide:trim]
 
         // Every frame applied once, in order, complete; the world matches a serial replay.
-        std::vector<int> expectedFrames(kFrames);
-        for (int i = 0; i < kFrames; ++i)
+        std::vector<int> expectedFrames(frames);
+        for (int i = 0; i < frames; ++i)
             expectedFrames[i] = i;
         Check(game.appliedFrames == expectedFrames, "every frame applied once, in order");
         Check(game.outOfOrder == 0, "every frame's chunks complete and in order");
@@ -543,14 +546,14 @@ int main(int argc, char** argv)
             Check(game.streamedAssets[i] == static_cast<int>(i) * kStreamEvery,
                   "streamed assets in request order");
         Check(game.onMainByMistake == 0, "worker work ran on the workers");
-        Check(coroutineResumptions == 2 * kExpectedAssets && resumedOutsideZone == 0,
+        Check(coroutineResumptions == 2 * expectedAssets && resumedOutsideZone == 0,
               "every coroutine resumption ran inside a coroutine zone");
         longJobUnits = game.longJobUnits.load();
         Check(longJobUnits > 0, "the long job ran until the shutdown request");
 
         World replay = initial;
         World next = initial;
-        for (int frame = 0; frame < kFrames; ++frame)
+        for (int frame = 0; frame < frames; ++frame)
         {
             Step(replay, 0, kEntities, next.position.data(), next.velocity.data());
             replay = next;
@@ -561,17 +564,17 @@ int main(int argc, char** argv)
               "the world matches a serial replay");
         Check(stacks.Stacks() > 0, "stacks come from the game's allocator");
         float particle = 1.0f;
-        for (int frame = 0; frame < kFrames; ++frame)
+        for (int frame = 0; frame < frames; ++frame)
             particle = particle * 0.99f + 0.01f;
         Check(std::all_of(game.particles.begin(), game.particles.end(),
                           [particle](float p) { return p == particle; }),
               "ParallelFor aged every particle once a frame");
         bool decided = true;
         for (std::size_t agent = 0; agent < kAgents; ++agent)
-            decided = decided && game.decisions[agent] == Decide(agent, kFrames - 1);
+            decided = decided && game.decisions[agent] == Decide(agent, frames - 1);
         Check(decided, "every agent's bulk-started job ran in the last frame");
-        bool drawn = game.drawKeys.size() == static_cast<std::size_t>(kFrames);
-        for (int frame = 0; drawn && frame < kFrames; ++frame)
+        bool drawn = game.drawKeys.size() == static_cast<std::size_t>(frames);
+        for (int frame = 0; drawn && frame < frames; ++frame)
         {
             long expected = 0;
             for (std::size_t agent = 0; agent < kAgents; ++agent)
@@ -585,7 +588,7 @@ int main(int argc, char** argv)
           "threadStart/threadStop once per worker");
     Check(profiler.enters == profiler.leaves && profiler.unpaired == 0,
           "taskEnter/taskLeave in matched pairs");
-    Check(zones.enters == zones.leaves && zones.unpaired == 0 && zones.enters >= 2 * kExpectedAssets,
+    Check(zones.enters == zones.leaves && zones.unpaired == 0 && zones.enters >= 2 * expectedAssets,
           "coroutineEnter/coroutineLeave in matched pairs, one per resumption at least");
     // Steady state allocates nothing that stays: the schedulers pool stacks and task blocks.
     // (Sanitizers keep freed memory in quarantine and shadow; a trace keeps its events.)
@@ -599,7 +602,7 @@ int main(int argc, char** argv)
 
     const double total = std::chrono::duration<double>(Clock::now() - programStart).count();
     std::printf("game-loop: %d frames of %d entities in %d chunks, tick %lld ms, %.2f s in all\n",
-                kFrames, kEntities, kChunks, static_cast<long long>(kTick.count()), total);
+                frames, kEntities, kChunks, static_cast<long long>(kTick.count()), total);
     std::printf("frame time (start to results applied), ms: p50 %.3f  p99 %.3f  max %.3f\n",
                 Percentile(frameMs, 0.5), Percentile(frameMs, 0.99), Percentile(frameMs, 1.0));
     std::printf("RunFor overrun past its budget, us: p50 %.1f  p99 %.1f  max %.1f (%zu turns)\n",

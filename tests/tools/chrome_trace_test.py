@@ -20,7 +20,8 @@ def main():
     if len(sys.argv) != 3:
         fail("usage: chrome_trace_test.py GAME_LOOP_EXECUTABLE TRACE_FILE")
     executable, path = sys.argv[1], sys.argv[2]
-    run = subprocess.run([executable, "--trace", path], stdout=subprocess.PIPE,
+    # Fewer frames than the sample's own run: the trace's shape, not the loop's length, is checked.
+    run = subprocess.run([executable, "--trace", path, "--frames", "120"], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=280)
     print(run.stdout, end="")
     if run.returncode != 0:
