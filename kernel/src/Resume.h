@@ -43,6 +43,7 @@ inline void CallOnSuspended(SuspendedTaskEntry& entry) noexcept
     CallOnSuspended(entry, CurrentThread());
 }
 
-// Converted-thread wait (ThreadWaiter.cpp); returns false when timed out.
-bool ThreadWait(ISuspendCallback* callback, Duration timeout);
+// Converted-thread wait (ThreadWaiter.cpp); returns false when timed out (or stopped: `stop`,
+// when not null, makes it stop-aware, timed even without timers).
+bool ThreadWait(ISuspendCallback* callback, Duration timeout, const std::stop_token* stop);
 } // namespace TC::detail

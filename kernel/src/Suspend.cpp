@@ -216,29 +216,41 @@ void SuspendTask(ISuspendCallback* callback)
         SwitchAway(*thread.worker, task, PostSwitch::Suspend);
         return;
     }
-    ThreadWait(callback, Duration::Infinite());
+    ThreadWait(callback, Duration::Infinite(), nullptr);
 }
 
 bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout)
 {
-    if (timeout.IsInfinite() || !TimersEnabled())
+    if (timeout.IsInfinite())
     {
         SuspendTask(callback);
         return true;
     }
     ThreadState& thread = CurrentThread();
     Task* task = thread.worker ? thread.worker->current : nullptr;
+    // The waiter's stop token, if a stop can come (TaskStop.h): the wait is then timed even
+    // without timers, so that the stop has a node to fire.
+    const std::stop_token* stop = task ? task->stopToken : thread.stopToken;
+    if (stop && !stop->stop_possible())
+        stop = nullptr;
+    if (!stop && !TimersEnabled())
+    {
+        SuspendTask(callback);
+        return true;
+    }
     CheckCanWait(thread, task != nullptr);
     if (!task)
-        return ThreadWait(callback, timeout);
+        return ThreadWait(callback, timeout, stop);
     TimerNode node;
     task->entry.callback_ = callback;
     task->entry.timedOut_ = false;
     PrepareTimer(task->entry, node, timeout);
+    StopTrigger trigger(node, stop); // a stop already requested marks the node here
     task->entry.suspendedAt_ = thread.worker->tick;
     SetRunState(*task, TaskRunState::SuspendedTimed);
     MarkSuspended(task->entry);
     SwitchAway(*thread.worker, task, PostSwitch::SuspendTimed);
+    trigger.Disarm(); // before settling: a StopTimer in progress has returned
     const bool resumed = SettleTimer(task->entry, node);
     task->entry.timer_ = nullptr;
     return resumed;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <stop_token>
 
 namespace TC::detail
 {
@@ -77,6 +78,9 @@ struct Task : TaskIdentity
     std::exception_ptr error;
     bool contextReady = false; // it has a stack and a context: it has run, or can be switched to
     bool blockFromWorker = false; // started on one of its scheduler's workers (where the block goes back)
+    // TaskOptions::stopToken, and the one its waits use: &startToken, a StopScope's, or nullptr.
+    std::stop_token startToken;
+    const std::stop_token* stopToken = nullptr;
 };
 
 // A task block: the Task, then room for a callable that fits (its own cache lines).

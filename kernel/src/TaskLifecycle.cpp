@@ -157,6 +157,11 @@ Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
     task->body = &body;
     task->name = taskOptions.name ? taskOptions.name : "task";
     task->priority = taskOptions.priority;
+    if (taskOptions.stopToken.stop_possible())
+    {
+        task->startToken = taskOptions.stopToken;
+        task->stopToken = &task->startToken;
+    }
     task->entry.kind_ = WaiterKind::Task;
     task->entry.owner_ = task;
     slot = task->callable; // counted by Launch, once the callable is in place

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <stop_token>
 
 namespace TC::detail
 {
@@ -62,6 +63,8 @@ struct ThreadState : TaskIdentity
     ThreadState* prevListed = nullptr;
     ThreadState* nextListed = nullptr;
     bool listed = false;
+    // A converted thread's stop token (TaskStop.h): its innermost StopScope's, or nullptr.
+    const std::stop_token* stopToken = nullptr;
     int osThreadId = 0;       // gettid(), for the dump
     unsigned long handle = 0; // pthread_self(), for its name
 };

@@ -168,16 +168,17 @@ private:
 };
 } // namespace
 
-bool ThreadWait(ISuspendCallback* callback, Duration timeout)
+bool ThreadWait(ISuspendCallback* callback, Duration timeout, const std::stop_token* stop)
 {
     ThreadState& thread = CurrentThread();
     ThreadWaitDepth depth(thread);
     SuspendedTaskEntry& entry = depth.Prepare(callback);
     std::atomic<std::uint32_t>& word = depth.Word();
     TimerNode node;
-    const bool timed = !timeout.IsInfinite() && TimersEnabled();
+    const bool timed = !timeout.IsInfinite() && (stop || TimersEnabled());
     if (timed)
         PrepareTimer(entry, node, timeout);
+    StopTrigger trigger(node, timed ? stop : nullptr); // a stop already requested marks the node
     MarkSuspended(entry);
     CallOnSuspended(entry);
     if (timed)
@@ -217,6 +218,7 @@ bool ThreadWait(ISuspendCallback* callback, Duration timeout)
     }
     if (shown)
         thread.waiting = outer;
+    trigger.Disarm(); // before settling: a StopTimer in progress has returned
     return timed ? SettleTimer(entry, node) : true;
 }
 } // namespace TC::detail

@@ -112,12 +112,16 @@ public:
             return ArmExpired(node);
         bool notify = false;
         bool resumed = false;
+        bool stopped = false; // a stop came while arming (only tasks and threads have one)
         {
             std::lock_guard lock(lock_);
             std::uint32_t state = node.state.load(std::memory_order_acquire);
             for (;;)
             {
                 resumed = (state & kTimerResumed) != 0;
+                stopped = !resumed && (state & kTimerStopped) != 0;
+                if (stopped)
+                    break; // not in the heap: fired below as an expired deadline
                 if (!resumed)
                 {
                     node.child = node.sibling = node.prev = nullptr;
@@ -138,9 +142,34 @@ public:
                 notify = false;
             }
         }
+        if (stopped)
+            return ArmExpired(node);
         if (notify)
             wake_.notify_one();
         return resumed;
+    }
+
+    // A stop request (StopTimer): the node leaves the heap and fires here, as in Run.
+    void Stop(TimerNode& node) noexcept
+    {
+        const std::uint32_t before = node.state.fetch_or(kTimerStopped, std::memory_order_acq_rel);
+        if (!(before & kTimerArmed) || (before & kTimerResumed))
+            return; // arming (Arm fires it), or already decided
+        std::uint32_t state = 0;
+        {
+            std::lock_guard lock(lock_);
+            state = node.state.load(std::memory_order_acquire);
+            if (!(state & kTimerArmed) || (state & kTimerResumed))
+                return; // the timer thread took it, or a resume settles it
+            Remove(node);
+            // A ResumeTask may set kTimerResumed concurrently (it does not take the lock).
+            while (!node.state.compare_exchange_weak(state, (state & ~kTimerArmed) | kTimerFiring,
+                                                     std::memory_order_acq_rel,
+                                                     std::memory_order_acquire))
+            {
+            }
+        }
+        Fire(node, state);
     }
 
     // A zero or negative timeout of a task or a converted thread: fired by the arming thread, with
@@ -364,9 +393,12 @@ private:
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept
 {
     // Never early, and cheaper than a steady-clock read where the TSC serves (DeadlineClock.h).
-    node.deadline = timeout == Duration::Zero() // negatives are clamped to it
-                        ? kExpiredWhenArmed
-                        : DeadlineAfter(DeadlineNowNanoseconds(), timeout.Nanoseconds());
+    if (!TimersEnabled())
+        node.deadline = INT64_MAX; // a stop-aware wait: no limit without timers
+    else
+        node.deadline = timeout == Duration::Zero() // negatives are clamped to it
+                            ? kExpiredWhenArmed
+                            : DeadlineAfter(DeadlineNowNanoseconds(), timeout.Nanoseconds());
     node.child = node.sibling = node.prev = nullptr;
     node.entry = &entry;
     node.state.store(kTimerArming, std::memory_order_relaxed);
@@ -420,6 +452,11 @@ bool SettleTimer(SuspendedTaskEntry& entry, TimerNode& node) noexcept
 {
     TimerService::Instance().Settle(node);
     return !entry.timedOut_;
+}
+
+void StopTimer(TimerNode& node) noexcept
+{
+    TimerService::Instance().Stop(node);
 }
 } // namespace TC::detail
 

@@ -9,6 +9,8 @@
 //   kTimerResumed a ResumeTask reached the entry
 //   kTimerFiring  the timer thread took it out of the heap and is calling OnTimeout
 //   kTimerDone    the timer thread is finished with it
+//   kTimerStopped a stop request reached the node (StopTimer): armed, it is fired at once on the
+//                 requesting thread; still arming, ArmTimer fires it as an expired deadline
 // The waiter, once it runs again, calls SettleTimer, which returns only when no other thread
 // can touch the node any more; that is what lets the node live on the waiter's stack or frame.
 //
@@ -24,6 +26,8 @@
 #include <TC/SuspendedTask.h>
 
 #include <cstdint>
+#include <optional>
+#include <stop_token>
 
 namespace TC::detail
 {
@@ -32,6 +36,7 @@ inline constexpr std::uint32_t kTimerArmed = 2;
 inline constexpr std::uint32_t kTimerResumed = 4;
 inline constexpr std::uint32_t kTimerFiring = 8;
 inline constexpr std::uint32_t kTimerDone = 16;
+inline constexpr std::uint32_t kTimerStopped = 32;
 
 std::int64_t SteadyNowNanoseconds() noexcept;
 // `now` plus `ns` (not negative), saturated at INT64_MAX: a huge finite timeout must read as a
@@ -44,7 +49,8 @@ constexpr std::int64_t DeadlineAfter(std::int64_t now, std::int64_t ns) noexcept
 // The deadline of a zero or negative timeout: passed before the wait was armed.
 inline constexpr std::int64_t kExpiredWhenArmed = INT64_MIN;
 
-// Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming.
+// Before OnSuspended: attaches `node` to `entry` with its deadline and marks it arming. Without
+// EnableTimers (a stop-aware wait) the deadline is never.
 void PrepareTimer(SuspendedTaskEntry& entry, TimerNode& node, Duration timeout) noexcept;
 // After OnSuspended: puts the deadline in the heap unless a resume already arrived, and returns
 // true in that case (a parked coroutine's caller then submits it). Counts a parked coroutine on
@@ -78,4 +84,30 @@ inline void NoteTimerResume(TimerNode& node) noexcept
 // On the waiter after it runs again: waits until the timer thread can no longer touch the node;
 // returns true if a ResumeTask ended the wait, false if it timed out.
 bool SettleTimer(SuspendedTaskEntry& entry, TimerNode& node) noexcept;
+
+// A stop request for the wait of a task or converted thread: marks the node stopped and, if it
+// is in the heap, takes it out and fires it on the calling thread as the timer thread would.
+void StopTimer(TimerNode& node) noexcept;
+
+// Between PrepareTimer and SettleTimer of a stop-aware wait: a std::stop_callback that calls
+// StopTimer. Disarm before SettleTimer: it returns once a StopTimer in progress has returned, so
+// nothing but the waiter touches the node afterwards.
+class StopTrigger
+{
+public:
+    StopTrigger(TimerNode& node, const std::stop_token* token) noexcept
+    {
+        if (token)
+            callback_.emplace(*token, Fire{&node});
+    }
+    void Disarm() noexcept { callback_.reset(); }
+
+private:
+    struct Fire
+    {
+        TimerNode* node;
+        void operator()() const noexcept { StopTimer(*node); }
+    };
+    std::optional<std::stop_callback<Fire>> callback_;
+};
 } // namespace TC::detail

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -122,6 +123,39 @@ TEST_CASE("ResumeTask on a handle that is not suspended fails at once")
         ResumeTask(SuspendedTask(&entry));
     });
     RequireRule(result, "ResumeTask on a handle that is not suspended");
+}
+
+TEST_CASE("A StopScope destroyed before a scope made after it fails at once")
+{
+    auto result = RunInChild([] {
+        std::stop_source outerSource;
+        std::stop_source innerSource;
+        auto* outer = new TC::StopScope(outerSource.get_token());
+        TC::StopScope inner(innerSource.get_token());
+        delete outer; // the inner scope still holds the thread's token
+    });
+    RequireRule(result, "StopScope left on another waiter");
+}
+
+TEST_CASE("A StopScope made on a worker outside a task fails at once")
+{
+    auto result = RunInChild([] {
+        Scheduler scheduler(1);
+        // A coroutine body on a worker thread (not inside a task).
+        struct Runner
+        {
+            static Detached Go(Scheduler* s)
+            {
+                co_await s->Schedule();
+                std::stop_source source;
+                TC::StopScope scope(source.get_token());
+            }
+        };
+        Runner::Go(&scheduler);
+        // The abort ends the child long before this (see the wait from a worker above).
+        std::this_thread::sleep_for(std::chrono::minutes(1));
+    });
+    RequireRule(result, "StopScope outside a task");
 }
 
 TEST_CASE("A wait inside OnSuspended fails at once")

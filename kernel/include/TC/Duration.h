@@ -21,6 +21,9 @@ public:
     }
 
     static constexpr Duration Infinite() noexcept { return FromNanoseconds(kInfinite); }
+    // No deadline, yet a timed wait: it ends early on a stop request (TaskStop.h); Infinite()
+    // waits as the untimed form does.
+    static constexpr Duration UntilStopped() noexcept { return FromNanoseconds(kInfinite - 1); }
     static constexpr Duration Zero() noexcept { return FromNanoseconds(0); }
     static constexpr Duration FromNanoseconds(std::int64_t ns) noexcept
     {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -116,6 +117,7 @@ struct TaskOptions
     const char* name = nullptr; // stable string, for hooks and hang reports
     Priority priority = Priority::Normal;
     std::size_t stackSize = 0; // 0: the scheduler's
+    std::stop_token stopToken{}; // ends the task's stop-aware waits (TaskStop.h, SuspendTaskFor)
 };
 
 // What a pump call did and what it left.

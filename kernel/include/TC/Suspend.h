@@ -23,6 +23,10 @@ TC_API void SuspendTask(ISuspendCallback* callback);
 /// - No limit without EnableTimers() or with Duration::Infinite().
 /// - Zero or negative: published, then timed out at once unless resumed; OnTimeout runs right
 ///   after OnSuspended on the waiting thread (a coroutine's: on the timer thread).
+/// - Stop-aware if the waiter has a stop token (TaskStop.h), timeout not Infinite(), timers or
+///   not: a stop is the deadline, OnTimeout runs in request_stop (a stop before OnSuspended
+///   returned: as a zero timeout). One of resume, deadline, stop wins; all let go of the
+///   callback before the wait returns. False and StopRequested(): stopped.
 TC_API bool SuspendTaskFor(ISuspendCallback* callback, Duration timeout);
 
 // Makes a waiter runnable where it suspended: a task on its scheduler, a thread in its wait, a
