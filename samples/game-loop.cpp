@@ -17,6 +17,7 @@
 #include <TC/Core.h>
 #include <TC/Synchronization/AutoResetEvent_s.h>
 #include <TC/Synchronization/Future.h>
+#include <TC/Synchronization/ManualResetEvent.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +30,7 @@
 #include <mutex>
 #include <new>
 #include <pthread.h>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -191,6 +193,10 @@ struct Game
     std::vector<long> skins = std::vector<long>(kAgents, 0);
     long visible = 0;
     std::vector<long> drawKeys; // one per frame, by the graph's last job
+    // The level's streaming: a load waits for it and is cancelled when the level changes.
+    TC::Synchronization::ManualResetEvent levelStreamed; // never set: the disk is slow today
+    std::stop_source levelChange;
+    std::atomic<int> loadsCancelled{0};
     bool OnHost() const { return ThisThreadId() == mainThread; }
 };
 
@@ -350,6 +356,30 @@ void RunFrame(Game& game, int frame)
 }
 // [/guide:fan-out]
 
+// [guide:cancel]
+// An asset load the player may walk away from. It waits with a timed form, which a stop request
+// ends (false; UntilStopped sets no deadline), so a level change cancels it wherever it waits --
+// no flag to poll, no event to set for it.
+void LoadLevelAsset(Game& game)
+{
+    if (!game.levelStreamed.Wait(TC::Duration::UntilStopped()))
+    {
+        if (TC::StopRequested()) // else a deadline would have passed: there is none here
+            ++game.loadsCancelled;
+        return; // the wait took nothing: the event may go as soon as we are out
+    }
+    // ... register the streamed asset ...
+}
+
+TC::JoinHandle StartLevelAssetLoad(Game& game)
+{
+    return game.workers.Start([&game] { LoadLevelAsset(game); },
+                              {.name = "level-asset",
+                               .priority = TC::Priority::Normal,
+                               .stopToken = game.levelChange.get_token()});
+}
+// [/guide:cancel]
+
 // [guide:shutdown]
 // A long background job that lives as long as the game: each frame it does a few units of work,
 // letting other work through between them, and it polls the shutdown request so the game can
@@ -453,6 +483,7 @@ int main(int argc, char** argv)
         std::size_t warmResident = 0;
         const auto loopStart = Clock::now();
 
+        TC::JoinHandle levelAsset = StartLevelAssetLoad(game);
         TC::JoinHandle longJob = workers.Start(
             [&game] { LongJob(game); }, {.name = "long-job", .stackSize = TC::StackSize::Large});
 
@@ -462,6 +493,11 @@ int main(int argc, char** argv)
             const auto frameStart = Clock::now();
             if (frame == kWarmFrames)
                 warmResident = ResidentBytes();
+            if (frame == frames / 2)
+            {
+                game.levelChange.request_stop(); // the parked load's wait returns false now
+                levelAsset.Join(); // the host thread's wait pumps the host meanwhile
+            }
             game.frameStarted.Set();
             bool applied = false;
             host.Start(
@@ -550,6 +586,7 @@ int main(int argc, char** argv)
               "every coroutine resumption ran inside a coroutine zone");
         longJobUnits = game.longJobUnits.load();
         Check(longJobUnits > 0, "the long job ran until the shutdown request");
+        Check(game.loadsCancelled == 1, "the level change cancelled the parked asset load");
 
         World replay = initial;
         World next = initial;
