@@ -58,8 +58,21 @@ Scheduler::~Scheduler()
         delete core;
 }
 
+namespace
+{
+// A Priority value past the last level: std::invalid_argument naming the call.
+void CheckPriority(Priority priority, const char* call)
+{
+    if (PriorityIndex(priority) >= kPriorityCount) [[unlikely]]
+        throw std::invalid_argument(std::string("TC::") + call + ": Priority " +
+                                    std::to_string(PriorityIndex(priority)) +
+                                    " is not a level (Critical, High, Normal, Low)");
+}
+} // namespace
+
 Task* Scheduler::AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot)
 {
+    CheckPriority(options.priority, "Scheduler::Start");
     return core_->AllocateTask(options, body, slot);
 }
 
@@ -77,6 +90,7 @@ Task* Scheduler::LaunchTask(Task* task)
 void Scheduler::StartBulkTasks(std::size_t count, const TaskOptions& options, const TaskBody& body,
                                BulkConstruct construct, const void* source, JoinHandle* handles)
 {
+    CheckPriority(options.priority, "Scheduler::StartBulk");
     if (count == 0)
         return;
     const std::unique_ptr<Task*[]> tasks(new Task*[count]);
@@ -98,18 +112,21 @@ void Scheduler::Submit(ParkedWork work)
 
 void Scheduler::Submit(std::coroutine_handle<> handle, Priority priority)
 {
+    CheckPriority(priority, "Scheduler::Submit");
     core_->Enqueue(reinterpret_cast<std::uintptr_t>(handle.address()) | kCoroutineTag, priority,
                    Arrival::New);
 }
 
 PumpResult Scheduler::RunPending(std::size_t maxTasks, Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunPending");
     core_->CheckHostThread(false);
     return core_->Pump(maxTasks, lowest, 0, true);
 }
 
 PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunFor");
     core_->CheckHostThread(false);
     if (core_->QueuedApprox(&core_->HostWorker(), lowest) == 0)
     {
@@ -125,6 +142,7 @@ PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 
 PumpResult Scheduler::RunUntilIdle(Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunUntilIdle");
     core_->CheckHostThread(false);
     return core_->Pump(SIZE_MAX, lowest, 0, false);
 }
@@ -133,7 +151,7 @@ bool Scheduler::WaitForWork(Duration timeout)
 {
     core_->CheckHostThread(false);
     Worker& worker = core_->HostWorker();
-    if (core_->QueuedApprox(&worker, Priority::Normal) != 0)
+    if (core_->QueuedApprox(&worker, kLowestPriority) != 0)
         return true;
     if (core_->stopped.load(std::memory_order_acquire))
         return false; // no work can come any more
@@ -144,7 +162,7 @@ bool Scheduler::WaitForWork(Duration timeout)
     {
         core_->RegisterSleeper(worker.parker);
         core_->StoreLoadBarrier();
-        if (!core_->HasQueuedWork(Priority::Normal))
+        if (!core_->HasQueuedWork(kLowestPriority))
         {
             const std::int64_t left = deadline - SteadyNowNanoseconds();
             if (left > 0)
@@ -152,7 +170,7 @@ bool Scheduler::WaitForWork(Duration timeout)
                             timeout.IsInfinite() ? Duration::Infinite() : Duration::FromNanoseconds(left));
         }
         core_->UnregisterSleeper(worker.parker);
-        if (core_->HasQueuedWork(Priority::Normal))
+        if (core_->HasQueuedWork(kLowestPriority))
             return true;
         if (SteadyNowNanoseconds() >= deadline)
             return false;
@@ -275,6 +293,7 @@ void YieldTask()
 
 void MoveCurrentTaskTo(Scheduler& target, Priority priority)
 {
+    CheckPriority(priority, "MoveCurrentTaskTo");
     Task* task = CurrentTask();
     if (!task)
         throw std::logic_error("TC::MoveCurrentTaskTo: called outside a task");

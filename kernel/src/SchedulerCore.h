@@ -123,7 +123,7 @@ public:
     // that is still there, that one (older: it runs first, and the entry's item is kept in
     // `worker.deferred`, the worker's next pick).
     std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
-    // The next item `worker` runs, of priority `lowest` or higher, or 0: High before Normal,
+    // The next item `worker` runs, of priority `lowest` or higher, or 0: most urgent first,
     // except that a task that has just yielded comes after any other ready item (YieldTask).
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
     // After a successful dequeue from global_[priority]: the bookkeeping every taker does.
@@ -135,17 +135,24 @@ public:
         worker.takenShared.store(worker.takenShared.load(std::memory_order_relaxed) + 1,
                                  std::memory_order_relaxed);
     }
-    // True when the shared queue may hold High work: a pick of Normal work of a worker's own
-    // (the direct switch, a finished task's stack handed on) must leave it to the loop, which
-    // takes High first. Relaxed: High work submitted concurrently has no place in line yet.
-    bool MayHaveSharedHigh() const noexcept
+    // True when the shared queue may hold Critical or High work: a pick of less urgent work of
+    // a worker's own (the direct switch, a finished task's stack handed on) must leave it to the
+    // loop, which takes those first. Relaxed: urgent work submitted concurrently has no place in
+    // line yet.
+    bool MayHaveSharedUrgent() const noexcept
     {
-        return sharedHigh_.value.load(std::memory_order_relaxed) != 0;
+        return sharedUrgent_.value.load(std::memory_order_relaxed) != 0;
     }
-    // A pick from `queue`, one of the worker's own, that must leave the choice to the loop.
+    // A pick from `queue`, one of the worker's own, that must leave the choice to the loop:
+    // conservative for High (shared High may be younger), exact enough for Low (out of line).
     bool LeavesPickToLoop(const Worker& worker, const LocalQueue& queue) const noexcept
     {
-        return &queue != worker.local && MayHaveSharedHigh();
+        const std::size_t level = static_cast<std::size_t>(&queue - worker.local);
+        if (level == 0)
+            return false;
+        if (level > PriorityIndex(Priority::Normal)) [[unlikely]]
+            return HasQueuedWork(Priority::Normal);
+        return MayHaveSharedUrgent();
     }
     // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
     // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
@@ -282,7 +289,7 @@ public:
     // in flight).
     void NoteHostQueues(Priority lowest, std::size_t queued) noexcept
     {
-        if (lowest == Priority::Normal && queued == 0)
+        if (lowest == kLowestPriority && queued == 0)
             hostLocalReady_ = true;
     }
     // The worker of this core whose queues and caches the calling thread may use without atomics:
@@ -450,14 +457,14 @@ private:
     // Until no submission from outside is in flight (EnterFromOutside to LeaveFromOutside).
     void WaitForOutsideSubmissions() const noexcept;
 
-    SharedQueue global_[2];
-    // High items in global_: counted before the enqueue and after the dequeue, so never below
-    // the true count. Its own line: written only when High work crosses the shared queue, read
-    // on every switch.
-    struct alignas(64) SharedHighCount
+    SharedQueue global_[kPriorityCount];
+    // Critical and High items in global_: counted before the enqueue and after the dequeue, so
+    // never below the true count. Its own line: written only when such work crosses the shared
+    // queue, read on every switch and pick (a zero skips those queues).
+    struct alignas(64) SharedUrgentCount
     {
         std::atomic<std::uint32_t> value{0};
-    } sharedHigh_;
+    } sharedUrgent_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<int> sleepers_{0};
     // Own lines: every outside submitter writes enqueuing_ twice, and an idle worker polls

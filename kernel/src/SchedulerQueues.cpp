@@ -79,14 +79,14 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
             behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
-    const bool high = priority == Priority::High;
-    if (high)
-        sharedHigh_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
+    const bool urgent = priority < Priority::Normal;
+    if (urgent)
+        sharedUrgent_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
     TsanRelease(&queue);
     if (!queue.enqueue(item | behind))
     {
-        if (high)
-            sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+        if (urgent)
+            sharedUrgent_.value.fetch_sub(1, std::memory_order_relaxed);
         throw std::bad_alloc();
     }
     WakeOne();
@@ -142,14 +142,14 @@ void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t 
             behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
-    const bool high = priority == Priority::High;
-    if (high)
-        sharedHigh_.value.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+    const bool urgent = priority < Priority::Normal;
+    if (urgent)
+        sharedUrgent_.value.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
     TsanRelease(&queue);
     if (!queue.enqueue_bulk(TaggedItems{tasks, behind}, count))
     {
-        if (high)
-            sharedHigh_.value.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+        if (urgent)
+            sharedUrgent_.value.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
         throw std::bad_alloc();
     }
     WakeUpTo(count);
@@ -160,8 +160,8 @@ std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priori
 {
     TsanAcquire(&global_[priority]);
     CountTakenShared(worker);
-    if (priority == PriorityIndex(Priority::High))
-        sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+    if (priority < PriorityIndex(Priority::Normal))
+        sharedUrgent_.value.fetch_sub(1, std::memory_order_relaxed);
     return item;
 }
 
@@ -232,8 +232,11 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
         worker.preferShared = false;
     }
     std::uintptr_t item = 0;
+    // The urgent levels' shared queues only when they may hold something (one shared load).
+    const bool urgent = MayHaveSharedUrgent();
     for (std::size_t p = 0; p <= last; ++p)
     {
+        const bool shared = urgent || p >= PriorityIndex(Priority::Normal);
         // The inbox holds a Normal item that came before everything its submitter queued since.
         if (p == PriorityIndex(Priority::Normal))
         {
@@ -247,11 +250,11 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
                     return word & kInboxItemMask;
                 }
         }
-        if (globalFirst && global_[p].try_dequeue(item))
+        if (globalFirst && shared && global_[p].try_dequeue(item))
             return FromSharedQueue(worker, TakenFromShared(worker, p, item));
         if ((item = worker.local[p].Pop()) != 0)
             return item;
-        if (global_[p].try_dequeue(item))
+        if (shared && global_[p].try_dequeue(item))
             return FromSharedQueue(worker, TakenFromShared(worker, p, item));
     }
     return 0;
@@ -282,7 +285,7 @@ std::uintptr_t SchedulerCore::PassOverYielded(Worker& worker, Priority lowest,
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 {
-    if (lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
+    if (lowest >= Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
         return true;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
         if (global_[p].size_approx() != 0)
@@ -293,7 +296,7 @@ bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
 {
     std::size_t count
-        = lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
+        = lowest >= Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
     {
         count += global_[p].size_approx();

@@ -109,7 +109,7 @@ void SchedulerCore::Idle(Worker& worker)
         std::int64_t until = 0;
         for (unsigned i = 1;; ++i)
         {
-            if (HasQueuedWork(Priority::Normal) || exit_.load(std::memory_order_relaxed))
+            if (HasQueuedWork(kLowestPriority) || exit_.load(std::memory_order_relaxed))
                 return;
             if (policy == IdlePolicy::Yield)
                 std::this_thread::yield();
@@ -128,7 +128,7 @@ void SchedulerCore::Idle(Worker& worker)
     }
     RegisterSleeper(worker.parker);
     StoreLoadBarrier();
-    if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
+    if (!HasQueuedWork(kLowestPriority) && !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
     UnregisterSleeper(worker.parker);
     RefreshTick(worker); // after a sleep of any length
@@ -139,7 +139,7 @@ void SchedulerCore::AwaitDelivery(Worker& worker)
     // Woken by the delivery's enqueue; the count drops after it, which wakes nobody: a short nap.
     RegisterSleeper(worker.parker);
     StoreLoadBarrier();
-    if (!HasQueuedWork(Priority::Normal))
+    if (!HasQueuedWork(kLowestPriority))
         SleepOnWord(worker.word, kWordWork, Duration(std::chrono::milliseconds(1)));
     UnregisterSleeper(worker.parker);
 }

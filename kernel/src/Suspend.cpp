@@ -294,8 +294,8 @@ bool SpinBeforeWaitHoldsNothingUp() noexcept
         // Only a task's own wait, on a worker thread, with nothing queued that the wait would run.
         const SchedulerCore* core = worker->core;
         return worker->current != nullptr && core->HasWorkerThreads() &&
-               worker->local[0].IsEmpty() && worker->local[1].IsEmpty() &&
-               !core->HasQueuedWork(Priority::Normal);
+               worker->LocalQueuesEmpty() &&
+               !core->HasQueuedWork(kLowestPriority);
     }
     return !WaitRunsOtherWork();
 }

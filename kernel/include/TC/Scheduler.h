@@ -51,12 +51,19 @@ struct TaskBodyFor
 };
 } // namespace detail
 
-// Ready High runs before any Normal, except at the pick right after a YieldTask.
+/// - Ready work runs most urgent level first (Critical, High, Normal, Low), except at the pick
+///   right after a YieldTask; within a level, in arrival order per submitter.
+/// - Strict: a level runs only while nothing more urgent is ready on that worker or the shared
+///   queue; Low runs whenever nothing above it is ready (keep urgent levels short).
+/// - Any other value: std::invalid_argument where it is passed in.
 enum class Priority : std::uint8_t
 {
-    High = 0,   // this frame's work
-    Normal = 1, // background work
+    Critical = 0, // must finish this frame, ahead of the frame's own work
+    High = 1,     // this frame's work
+    Normal = 2,   // background work
+    Low = 3,      // idle-time work (streaming, prefetch)
 };
+inline constexpr std::size_t kPriorityCount = 4;
 
 // What an idle worker (or a host in WaitForWork) does.
 enum class IdlePolicy : std::uint8_t
@@ -261,14 +268,15 @@ public:
         return ScheduleAwaiter{{this}, priority};
     }
 
-    // ---- pumping (workerless; host thread only; `lowest` High runs High only) ----
+    // ---- pumping (workerless; host thread only; runs levels up to `lowest`: High runs
+    // Critical and High) ----
     // Runs what was queued at the call, at most maxTasks. Never blocks.
-    PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Normal);
+    PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Low);
     // Runs until the budget is spent: at least one item if any (overrun at most one); may end up
     // to 25 us early.
-    PumpResult RunFor(Duration budget, Priority lowest = Priority::Normal);
+    PumpResult RunFor(Duration budget, Priority lowest = Priority::Low);
     // Runs until nothing is queued (suspended tasks do not count).
-    PumpResult RunUntilIdle(Priority lowest = Priority::Normal);
+    PumpResult RunUntilIdle(Priority lowest = Priority::Low);
     // Blocks until work is queued (true) or the timeout passes.
     bool WaitForWork(Duration timeout);
 
