@@ -68,11 +68,23 @@ void CheckPriority(Priority priority, const char* call)
                                     std::to_string(PriorityIndex(priority)) +
                                     " is not a level (Critical, High, Normal, Low)");
 }
+
+// TaskOptions::worker past the last worker (the host counts as one): std::out_of_range.
+void CheckWorker(const TaskOptions& options, const SchedulerCore& core, const char* call)
+{
+    const unsigned count = std::max(core.options.workerCount, 1u);
+    if (options.worker != kAnyWorker && options.worker >= count) [[unlikely]]
+        throw std::out_of_range(std::string("TC::") + call + ": TaskOptions::worker " +
+                                std::to_string(options.worker) + " is out of range: '" +
+                                core.options.name + "' has " + std::to_string(count) +
+                                (core.options.workerCount ? " worker(s)" : " host (index 0)"));
+}
 } // namespace
 
 Task* Scheduler::AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot)
 {
     CheckPriority(options.priority, "Scheduler::Start");
+    CheckWorker(options, *core_, "Scheduler::Start");
     return core_->AllocateTask(options, body, slot);
 }
 
@@ -91,6 +103,7 @@ void Scheduler::StartBulkTasks(std::size_t count, const TaskOptions& options, co
                                BulkConstruct construct, const void* source, JoinHandle* handles)
 {
     CheckPriority(options.priority, "Scheduler::StartBulk");
+    CheckWorker(options, *core_, "Scheduler::StartBulk");
     if (count == 0)
         return;
     const std::unique_ptr<Task*[]> tasks(new Task*[count]);
@@ -304,6 +317,9 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
         YieldTask();
         return;
     }
+    if (task->pin != kAnyWorker)
+        throw std::logic_error("TC::MoveCurrentTaskTo: a task pinned to a worker "
+                               "(TaskOptions::worker) cannot move to another scheduler");
     // Admitted before anything changes hands (refused: the task stays where it is), and counted
     // until the switch's other side has queued it there (RunPostSwitch).
     destination->EnterFromOutside(Arrival::New, "MoveCurrentTaskTo");

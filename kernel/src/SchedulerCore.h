@@ -88,6 +88,17 @@ public:
             return nullptr;
         return &queue;
     }
+    // A pinned task (workers only): on its worker's own queue when that worker calls, else on
+    // its pinned queue, waking it. A caller outside this core's threads holds a count of
+    // enqueuing_ across it (EnterFromOutside), as for EnqueueShared.
+    void EnqueuePinned(Worker* worker, Task* task);
+    void EnqueuePinnedBulk(Worker* worker, Task* const* tasks, std::size_t count);
+    // A resume of a pinned task from `worker` (the caller's, or nullptr): EnqueuePinned, counted
+    // as a submission from outside when the caller is not one of this core's workers.
+    void ResumePinned(Worker* worker, Task* task);
+    // Moves what other threads queued for `worker` alone to its local queues; returns an item
+    // that found no room there (to run now), else 0.
+    std::uintptr_t TakePinned(Worker& worker) noexcept;
     // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
     // host check stays off every resume's code). Throws std::logic_error for Arrival::New once
     // the destructor closed (EnterFromOutside).
@@ -172,7 +183,7 @@ public:
     // item once is 3 instructions shorter.)
     Task* TryDequeueLocalTask(Worker& worker) noexcept
     {
-        if (--worker.fairnessCountdown == 0 || worker.preferShared)
+        if (--worker.fairnessCountdown == 0 || worker.preferShared || worker.HasPinnedArrivals())
         {
             worker.fairnessCountdown = 1; // the loop's next pick then looks at the shared queue
             return nullptr;
@@ -193,7 +204,7 @@ public:
     // stack of `stackSize` (StartOnFinishedStack); anything else stays queued for the switch.
     Task* TryDequeueFreshTask(Worker& worker, std::size_t stackSize) noexcept
     {
-        if (worker.fairnessCountdown <= 1 || worker.preferShared)
+        if (worker.fairnessCountdown <= 1 || worker.preferShared || worker.HasPinnedArrivals())
             return nullptr;
         LocalQueue* queue = NextLocalTaskQueue(worker);
         if (!queue || LeavesPickToLoop(worker, *queue))
@@ -225,6 +236,8 @@ public:
     void RegisterSleeper(Parker& parker);
     void UnregisterSleeper(Parker& parker) noexcept;
     void WakeOne() noexcept;
+    // Wakes `worker` if it sleeps (pinned work for it alone).
+    void WakeWorker(Worker& worker) noexcept;
     // Between a sleeper's registration and its queue re-check, and between a submitter's
     // enqueue and its sleeper check: one of the two sides always sees the other.
     void StoreLoadBarrier() noexcept;

@@ -118,6 +118,8 @@ struct TaggedItems
 void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t count,
                                 Priority priority)
 {
+    if (tasks[0]->pin != kAnyWorker) [[unlikely]]
+        return EnqueuePinnedBulk(worker && worker->core == this ? worker : nullptr, tasks, count);
     if (worker && options.workerCount <= 1)
     {
         // Its own queue (the one worker, or the host between or inside pumps): room first, so
@@ -153,6 +155,74 @@ void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t 
         throw std::bad_alloc();
     }
     WakeUpTo(count);
+}
+
+void SchedulerCore::EnqueuePinned(Worker* worker, Task* task)
+{
+    Worker& target = *workers_[task->pin];
+    const auto item = reinterpret_cast<std::uintptr_t>(task);
+    if (worker == &target)
+    {
+        target.local[PriorityIndex(task->priority)].Push(item);
+        return;
+    }
+    target.pinnedCount.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
+    TsanRelease(&target.pinned);
+    if (!target.pinned.enqueue(item))
+    {
+        target.pinnedCount.fetch_sub(1, std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeWorker(target);
+}
+
+void SchedulerCore::EnqueuePinnedBulk(Worker* worker, Task* const* tasks, std::size_t count)
+{
+    Worker& target = *workers_[tasks[0]->pin];
+    if (worker == &target)
+    {
+        LocalQueue& queue = target.local[PriorityIndex(tasks[0]->priority)];
+        queue.Reserve(queue.Size() + count); // room first: all or nothing
+        for (std::size_t i = 0; i < count; ++i)
+            queue.TryPush(reinterpret_cast<std::uintptr_t>(tasks[i]));
+        return;
+    }
+    target.pinnedCount.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+    TsanRelease(&target.pinned);
+    if (!target.pinned.enqueue_bulk(TaggedItems{tasks, 0}, count))
+    {
+        target.pinnedCount.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeWorker(target);
+}
+
+void SchedulerCore::ResumePinned(Worker* worker, Task* task)
+{
+    const bool outside = !worker || worker->core != this;
+    if (outside)
+        EnterFromOutside(Arrival::Resume, "ResumeTask");
+    LeaveFromOutsideAtExit leave{outside ? this : nullptr};
+    EnqueuePinned(outside ? nullptr : worker, task);
+}
+
+std::uintptr_t SchedulerCore::TakePinned(Worker& worker) noexcept
+{
+    std::uintptr_t item = 0;
+    while (worker.pinned.try_dequeue(item))
+    {
+        TsanAcquire(&worker.pinned);
+        worker.pinnedCount.fetch_sub(1, std::memory_order_relaxed);
+        try
+        {
+            worker.local[PriorityIndex(reinterpret_cast<const Task*>(item)->priority)].Push(item);
+        }
+        catch (...)
+        {
+            return item; // no room: run it now
+        }
+    }
+    return 0;
 }
 
 std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priority,
@@ -221,6 +291,9 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
     }
     if (worker.deferred != 0)
         return std::exchange(worker.deferred, 0); // next after the inbox item it queued behind
+    if (worker.HasPinnedArrivals()) [[unlikely]]
+        if (const std::uintptr_t unplaced = TakePinned(worker))
+            return unplaced;
     const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
     if (globalFirst)
     {

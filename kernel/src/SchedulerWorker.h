@@ -4,6 +4,7 @@
 
 #include "LocalQueue.h"
 #include "Parker.h"
+#include "SharedQueue.h"
 #include "Task.h"
 #include "ThreadState.h"
 #include "context/Context.h"
@@ -143,6 +144,15 @@ struct Worker
     // Items this worker took from the shared queue or the inbox, written the same way (by the
     // thread running it, or pumping it, alone), read by Stop's first look (TakenShared).
     std::atomic<std::uint64_t> takenShared{0};
+    // Pinned tasks (TaskOptions::worker) queued for this worker from elsewhere: the count is
+    // raised before the enqueue and lowered after the dequeue, so never below the truth. Its own
+    // line: read on every pick, written only when pinned work crosses threads.
+    alignas(64) std::atomic<std::uint32_t> pinnedCount{0};
+    SharedQueue pinned;
+    bool HasPinnedArrivals() const noexcept
+    {
+        return pinnedCount.load(std::memory_order_relaxed) != 0;
+    }
     std::thread thread;
 };
 

@@ -113,8 +113,11 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 {
     try
     {
-        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority,
-                                     Arrival::Resume);
+        if (task->pin != kAnyWorker)
+            task->scheduler->ResumePinned(worker, task);
+        else
+            task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task),
+                                         task->priority, Arrival::Resume);
     }
     catch (...)
     {
@@ -128,7 +131,8 @@ inline void RescheduleTask(Task* task) noexcept
 {
     Worker* worker = CurrentThreadInSwitchFreeCode().worker; // nothing here switches
     SetRunState(*task, TaskRunState::Ready);
-    if (!task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
+    if (task->pin != kAnyWorker ||
+        !task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
                                           task->priority)) [[unlikely]]
         RescheduleTaskSlow(worker, task);
 }
@@ -294,7 +298,7 @@ bool SpinBeforeWaitHoldsNothingUp() noexcept
         // Only a task's own wait, on a worker thread, with nothing queued that the wait would run.
         const SchedulerCore* core = worker->core;
         return worker->current != nullptr && core->HasWorkerThreads() &&
-               worker->LocalQueuesEmpty() &&
+               worker->LocalQueuesEmpty() && !worker->HasPinnedArrivals() &&
                !core->HasQueuedWork(kLowestPriority);
     }
     return !WaitRunsOtherWork();

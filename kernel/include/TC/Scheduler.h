@@ -51,17 +51,14 @@ struct TaskBodyFor
 };
 } // namespace detail
 
-/// - Ready work runs most urgent level first (Critical, High, Normal, Low), except at the pick
-///   right after a YieldTask; within a level, in arrival order per submitter.
-/// - Strict: a level runs only while nothing more urgent is ready on that worker or the shared
-///   queue; Low runs whenever nothing above it is ready (keep urgent levels short).
-/// - Any other value: std::invalid_argument where it is passed in.
+/// - Strict: ready work runs most urgent first, except at the pick right after a YieldTask; Low
+///   runs whenever nothing above is ready. Other values: std::invalid_argument.
 enum class Priority : std::uint8_t
 {
-    Critical = 0, // must finish this frame, ahead of the frame's own work
+    Critical = 0, // ahead of the frame's work
     High = 1,     // this frame's work
     Normal = 2,   // background work
-    Low = 3,      // idle-time work (streaming, prefetch)
+    Low = 3,      // idle time (streaming)
 };
 inline constexpr std::size_t kPriorityCount = 4;
 
@@ -118,11 +115,18 @@ struct TC_API SchedulerOptions
     std::uint64_t shuffleSeed = 0;
 };
 
+// TaskOptions::worker: any worker runs the task.
+inline constexpr unsigned kAnyWorker = ~0u;
+
 struct TaskOptions
 {
     const char* name = nullptr; // stable string, for hooks and hang reports
     Priority priority = Priority::Normal;
     std::size_t stackSize = 0; // 0: the scheduler's
+    /// - worker: the only worker (0-based) that starts and resumes the task; workerless, 0: the
+    ///   host. Past the last: std::out_of_range, starting nothing.
+    /// - Pinned, MoveCurrentTaskTo another scheduler throws std::logic_error.
+    unsigned worker = kAnyWorker;
 };
 
 // What a pump call did and what it left.
@@ -268,8 +272,7 @@ public:
         return ScheduleAwaiter{{this}, priority};
     }
 
-    // ---- pumping (workerless; host thread only; runs levels up to `lowest`: High runs
-    // Critical and High) ----
+    // ---- pumping (workerless; host thread only; levels up to `lowest`) ----
     // Runs what was queued at the call, at most maxTasks. Never blocks.
     PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Low);
     // Runs until the budget is spent: at least one item if any (overrun at most one); may end up
