@@ -252,7 +252,7 @@ bool SchedulerCore::PumpForWait(ThreadState& thread)
     const HostPumpTurn turn(*this, thread);
     if (turn.Busy())
         return false; // ~Scheduler drains it on another thread
-    return Pump(64, kLowestPriority, 0, false).ran != 0;
+    return Pump(64, thread.waitLowest, 0, false).ran != 0;
 }
 
 ThreadState& CurrentThread() noexcept

@@ -1,13 +1,15 @@
 // Priority levels (Critical, High, Normal, Low): ready work runs most urgent first on one worker
 // and on a host pump, a pump's `lowest` runs exactly the levels up to it, Low runs once nothing
 // above is ready, values past Low are refused, and a stress of mixed levels and pins across two
-// workers loses nothing.
+// workers loses nothing. A WaitLimit wait on the host runs nothing below its limit.
 
+#include "TestGate.h"
 #include "TestMailbox.h"
 
 #include <catch2/catch.hpp>
 
 #include <TC/Core.h>
+#include <TC/WaitLimit.h>
 
 #include <atomic>
 #include <stdexcept>
@@ -16,6 +18,7 @@
 #include <vector>
 
 using namespace TC;
+using TestSupport::Gate;
 using TestSupport::Scaled;
 
 namespace
@@ -177,4 +180,58 @@ TEST_CASE("Mixed priorities and pins across two workers: every task and every re
         handle.Join();
     CHECK(steps.load() == tasks * kStepsPerTask);
     CHECK(scheduler.LiveTasks() == 0);
+}
+
+TEST_CASE("A host's wait under a WaitLimit runs nothing below the limit")
+{
+    Scheduler host;
+    std::string order;
+    // Queued before the wait; an unlimited wait's pump round would run them too.
+    JoinHandle low = host.Start([&] { order += 'L'; }, {.priority = Priority::Low});
+    JoinHandle normal = host.Start([&] { order += 'N'; }, {.priority = Priority::Normal});
+    JoinHandle frame = host.Start(
+        [&] {
+            order += 'H';
+            host.Start([&] { order += 'C'; }, {.priority = Priority::Critical}).Detach();
+            YieldTask();
+            order += 'h';
+        },
+        {.priority = Priority::High});
+    {
+        WaitLimit limit(Priority::High);
+        {
+            WaitLimit inner(Priority::Low); // nests: restored at its end
+        }
+        frame.Join();
+    }
+    CHECK(order == "HCh");
+    CHECK(host.RunUntilIdle().ran == 2);
+    CHECK(order == "HChNL");
+    low.Join();
+    normal.Join();
+}
+
+TEST_CASE("A host's limited wait sleeps past lower work until what it waits for is resumed")
+{
+    Scheduler host;
+    Gate gate;
+    std::atomic<bool> lowRan{false};
+    JoinHandle low = host.Start([&] { lowRan = true; }, {.priority = Priority::Low});
+    JoinHandle frame = host.Start([&] { SuspendTask(&gate); }, {.priority = Priority::High});
+    CHECK(host.RunPending(SIZE_MAX, Priority::High).ran == 1); // frame waits on the gate
+    std::thread opener([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        while (gate.OpenAll() == 0)
+            std::this_thread::yield();
+    });
+    {
+        WaitLimit limit(Priority::High);
+        frame.Join();
+    }
+    opener.join();
+    CHECK_FALSE(lowRan.load());
+    host.RunUntilIdle();
+    CHECK(lowRan.load());
+    low.Join();
+    CHECK_THROWS_AS(WaitLimit(static_cast<Priority>(9)), std::invalid_argument);
 }

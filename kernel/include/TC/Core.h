@@ -16,3 +16,4 @@
 #include <TC/Suspend.h>
 #include <TC/SuspendAsync.h>
 #include <TC/SuspendedTask.h>
+#include <TC/WaitLimit.h>
