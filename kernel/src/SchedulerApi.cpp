@@ -58,8 +58,33 @@ Scheduler::~Scheduler()
         delete core;
 }
 
+namespace
+{
+// A Priority value past the last level: std::invalid_argument naming the call.
+void CheckPriority(Priority priority, const char* call)
+{
+    if (PriorityIndex(priority) >= kPriorityCount) [[unlikely]]
+        throw std::invalid_argument(std::string("TC::") + call + ": Priority " +
+                                    std::to_string(PriorityIndex(priority)) +
+                                    " is not a level (Critical, High, Normal, Low)");
+}
+
+// TaskOptions::worker past the last worker (the host counts as one): std::out_of_range.
+void CheckWorker(const TaskOptions& options, const SchedulerCore& core, const char* call)
+{
+    const unsigned count = std::max(core.options.workerCount, 1u);
+    if (options.worker != kAnyWorker && options.worker >= count) [[unlikely]]
+        throw std::out_of_range(std::string("TC::") + call + ": TaskOptions::worker " +
+                                std::to_string(options.worker) + " is out of range: '" +
+                                core.options.name + "' has " + std::to_string(count) +
+                                (core.options.workerCount ? " worker(s)" : " host (index 0)"));
+}
+} // namespace
+
 Task* Scheduler::AllocateTask(const TaskOptions& options, const TaskBody& body, void*& slot)
 {
+    CheckPriority(options.priority, "Scheduler::Start");
+    CheckWorker(options, *core_, "Scheduler::Start");
     return core_->AllocateTask(options, body, slot);
 }
 
@@ -77,6 +102,8 @@ Task* Scheduler::LaunchTask(Task* task)
 void Scheduler::StartBulkTasks(std::size_t count, const TaskOptions& options, const TaskBody& body,
                                BulkConstruct construct, const void* source, JoinHandle* handles)
 {
+    CheckPriority(options.priority, "Scheduler::StartBulk");
+    CheckWorker(options, *core_, "Scheduler::StartBulk");
     if (count == 0)
         return;
     const std::unique_ptr<Task*[]> tasks(new Task*[count]);
@@ -98,18 +125,21 @@ void Scheduler::Submit(ParkedWork work)
 
 void Scheduler::Submit(std::coroutine_handle<> handle, Priority priority)
 {
+    CheckPriority(priority, "Scheduler::Submit");
     core_->Enqueue(reinterpret_cast<std::uintptr_t>(handle.address()) | kCoroutineTag, priority,
                    Arrival::New);
 }
 
 PumpResult Scheduler::RunPending(std::size_t maxTasks, Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunPending");
     core_->CheckHostThread(false);
     return core_->Pump(maxTasks, lowest, 0, true);
 }
 
 PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunFor");
     core_->CheckHostThread(false);
     if (core_->QueuedApprox(&core_->HostWorker(), lowest) == 0)
     {
@@ -125,6 +155,7 @@ PumpResult Scheduler::RunFor(Duration budget, Priority lowest)
 
 PumpResult Scheduler::RunUntilIdle(Priority lowest)
 {
+    CheckPriority(lowest, "Scheduler::RunUntilIdle");
     core_->CheckHostThread(false);
     return core_->Pump(SIZE_MAX, lowest, 0, false);
 }
@@ -133,7 +164,7 @@ bool Scheduler::WaitForWork(Duration timeout)
 {
     core_->CheckHostThread(false);
     Worker& worker = core_->HostWorker();
-    if (core_->QueuedApprox(&worker, Priority::Normal) != 0)
+    if (core_->QueuedApprox(&worker, kLowestPriority) != 0)
         return true;
     if (core_->stopped.load(std::memory_order_acquire))
         return false; // no work can come any more
@@ -144,7 +175,7 @@ bool Scheduler::WaitForWork(Duration timeout)
     {
         core_->RegisterSleeper(worker.parker);
         core_->StoreLoadBarrier();
-        if (!core_->HasQueuedWork(Priority::Normal))
+        if (!core_->HasQueuedWork(kLowestPriority))
         {
             const std::int64_t left = deadline - SteadyNowNanoseconds();
             if (left > 0)
@@ -152,7 +183,7 @@ bool Scheduler::WaitForWork(Duration timeout)
                             timeout.IsInfinite() ? Duration::Infinite() : Duration::FromNanoseconds(left));
         }
         core_->UnregisterSleeper(worker.parker);
-        if (core_->HasQueuedWork(Priority::Normal))
+        if (core_->HasQueuedWork(kLowestPriority))
             return true;
         if (SteadyNowNanoseconds() >= deadline)
             return false;
@@ -275,6 +306,7 @@ void YieldTask()
 
 void MoveCurrentTaskTo(Scheduler& target, Priority priority)
 {
+    CheckPriority(priority, "MoveCurrentTaskTo");
     Task* task = CurrentTask();
     if (!task)
         throw std::logic_error("TC::MoveCurrentTaskTo: called outside a task");
@@ -285,6 +317,9 @@ void MoveCurrentTaskTo(Scheduler& target, Priority priority)
         YieldTask();
         return;
     }
+    if (task->pin != kAnyWorker)
+        throw std::logic_error("TC::MoveCurrentTaskTo: a task pinned to a worker "
+                               "(TaskOptions::worker) cannot move to another scheduler");
     // Admitted before anything changes hands (refused: the task stays where it is), and counted
     // until the switch's other side has queued it there (RunPostSwitch).
     destination->EnterFromOutside(Arrival::New, "MoveCurrentTaskTo");

@@ -88,6 +88,17 @@ public:
             return nullptr;
         return &queue;
     }
+    // A pinned task (workers only): on its worker's own queue when that worker calls, else on
+    // its pinned queue, waking it. A caller outside this core's threads holds a count of
+    // enqueuing_ across it (EnterFromOutside), as for EnqueueShared.
+    void EnqueuePinned(Worker* worker, Task* task);
+    void EnqueuePinnedBulk(Worker* worker, Task* const* tasks, std::size_t count);
+    // A resume of a pinned task from `worker` (the caller's, or nullptr): EnqueuePinned, counted
+    // as a submission from outside when the caller is not one of this core's workers.
+    void ResumePinned(Worker* worker, Task* task);
+    // Moves what other threads queued for `worker` alone to its local queues; returns an item
+    // that found no room there (to run now), else 0.
+    std::uintptr_t TakePinned(Worker& worker) noexcept;
     // EnqueueFrom's path for a thread that runs none of this core's workers (out of line: the
     // host check stays off every resume's code). Throws std::logic_error for Arrival::New once
     // the destructor closed (EnterFromOutside).
@@ -123,7 +134,7 @@ public:
     // that is still there, that one (older: it runs first, and the entry's item is kept in
     // `worker.deferred`, the worker's next pick).
     std::uintptr_t FromSharedQueue(Worker& worker, std::uintptr_t queued) noexcept;
-    // The next item `worker` runs, of priority `lowest` or higher, or 0: High before Normal,
+    // The next item `worker` runs, of priority `lowest` or higher, or 0: most urgent first,
     // except that a task that has just yielded comes after any other ready item (YieldTask).
     std::uintptr_t TryDequeue(Worker& worker, Priority lowest) noexcept;
     // After a successful dequeue from global_[priority]: the bookkeeping every taker does.
@@ -135,17 +146,24 @@ public:
         worker.takenShared.store(worker.takenShared.load(std::memory_order_relaxed) + 1,
                                  std::memory_order_relaxed);
     }
-    // True when the shared queue may hold High work: a pick of Normal work of a worker's own
-    // (the direct switch, a finished task's stack handed on) must leave it to the loop, which
-    // takes High first. Relaxed: High work submitted concurrently has no place in line yet.
-    bool MayHaveSharedHigh() const noexcept
+    // True when the shared queue may hold Critical or High work: a pick of less urgent work of
+    // a worker's own (the direct switch, a finished task's stack handed on) must leave it to the
+    // loop, which takes those first. Relaxed: urgent work submitted concurrently has no place in
+    // line yet.
+    bool MayHaveSharedUrgent() const noexcept
     {
-        return sharedHigh_.value.load(std::memory_order_relaxed) != 0;
+        return sharedUrgent_.value.load(std::memory_order_relaxed) != 0;
     }
-    // A pick from `queue`, one of the worker's own, that must leave the choice to the loop.
+    // A pick from `queue`, one of the worker's own, that must leave the choice to the loop:
+    // conservative for High (shared High may be younger), exact enough for Low (out of line).
     bool LeavesPickToLoop(const Worker& worker, const LocalQueue& queue) const noexcept
     {
-        return &queue != worker.local && MayHaveSharedHigh();
+        const std::size_t level = static_cast<std::size_t>(&queue - worker.local);
+        if (level == 0)
+            return false;
+        if (level > PriorityIndex(Priority::Normal)) [[unlikely]]
+            return HasQueuedWork(Priority::Normal);
+        return MayHaveSharedUrgent();
     }
     // The local queue holding this worker's next pick, if that pick is a task (a coroutine needs
     // the loop's stack); for TryDequeueFreshTask, which looks before it takes.
@@ -165,7 +183,7 @@ public:
     // item once is 3 instructions shorter.)
     Task* TryDequeueLocalTask(Worker& worker) noexcept
     {
-        if (--worker.fairnessCountdown == 0 || worker.preferShared)
+        if (--worker.fairnessCountdown == 0 || worker.preferShared || worker.HasPinnedArrivals())
         {
             worker.fairnessCountdown = 1; // the loop's next pick then looks at the shared queue
             return nullptr;
@@ -186,7 +204,7 @@ public:
     // stack of `stackSize` (StartOnFinishedStack); anything else stays queued for the switch.
     Task* TryDequeueFreshTask(Worker& worker, std::size_t stackSize) noexcept
     {
-        if (worker.fairnessCountdown <= 1 || worker.preferShared)
+        if (worker.fairnessCountdown <= 1 || worker.preferShared || worker.HasPinnedArrivals())
             return nullptr;
         LocalQueue* queue = NextLocalTaskQueue(worker);
         if (!queue || LeavesPickToLoop(worker, *queue))
@@ -218,6 +236,8 @@ public:
     void RegisterSleeper(Parker& parker);
     void UnregisterSleeper(Parker& parker) noexcept;
     void WakeOne() noexcept;
+    // Wakes `worker` if it sleeps (pinned work for it alone).
+    void WakeWorker(Worker& worker) noexcept;
     // Between a sleeper's registration and its queue re-check, and between a submitter's
     // enqueue and its sleeper check: one of the two sides always sees the other.
     void StoreLoadBarrier() noexcept;
@@ -282,7 +302,7 @@ public:
     // in flight).
     void NoteHostQueues(Priority lowest, std::size_t queued) noexcept
     {
-        if (lowest == Priority::Normal && queued == 0)
+        if (lowest == kLowestPriority && queued == 0)
             hostLocalReady_ = true;
     }
     // The worker of this core whose queues and caches the calling thread may use without atomics:
@@ -450,14 +470,14 @@ private:
     // Until no submission from outside is in flight (EnterFromOutside to LeaveFromOutside).
     void WaitForOutsideSubmissions() const noexcept;
 
-    SharedQueue global_[2];
-    // High items in global_: counted before the enqueue and after the dequeue, so never below
-    // the true count. Its own line: written only when High work crosses the shared queue, read
-    // on every switch.
-    struct alignas(64) SharedHighCount
+    SharedQueue global_[kPriorityCount];
+    // Critical and High items in global_: counted before the enqueue and after the dequeue, so
+    // never below the true count. Its own line: written only when such work crosses the shared
+    // queue, read on every switch and pick (a zero skips those queues).
+    struct alignas(64) SharedUrgentCount
     {
         std::atomic<std::uint32_t> value{0};
-    } sharedHigh_;
+    } sharedUrgent_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<int> sleepers_{0};
     // Own lines: every outside submitter writes enqueuing_ twice, and an idle worker polls

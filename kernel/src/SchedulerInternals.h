@@ -41,10 +41,6 @@ inline std::size_t RoundUp(std::size_t value, std::size_t to) noexcept
     return (value + to - 1) / to * to;
 }
 
-inline std::size_t PriorityIndex(Priority priority) noexcept
-{
-    return static_cast<std::size_t>(priority);
-}
 } // namespace
 
 // Calls a taskEnter or taskLeave hook; one that throws ends the process (hooks run inside the

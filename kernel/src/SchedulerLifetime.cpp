@@ -138,10 +138,10 @@ void SchedulerCore::Shutdown()
     // faster than the work runs then delays the last look by that backlog, not for ever; what it
     // queues meanwhile runs in the second drain.
     const std::uint64_t takenAtStart = TakenShared();
-    const std::size_t backlogAtStart = QueuedApprox(nullptr, Priority::Normal);
+    const std::size_t backlogAtStart = QueuedApprox(nullptr, kLowestPriority);
     auto sharedDrained = [&](bool bounded)
     {
-        return !HasQueuedWork(Priority::Normal) ||
+        return !HasQueuedWork(kLowestPriority) ||
                (bounded && TakenShared() - takenAtStart >= backlogAtStart);
     };
     // Nothing left to wait for: no task lives, no coroutine parked here waits for its deadline
@@ -184,9 +184,8 @@ void SchedulerCore::Shutdown()
                     // Bounded, a pump runs only what was queued when it began, or a steady
                     // submitter would keep it running; what its work queued on the host worker
                     // (one host task waking another) runs in the next round, without a sleep.
-                    Pump(SIZE_MAX, Priority::Normal, 0, bounded);
-                    const bool localEmpty =
-                        HostWorker().local[0].IsEmpty() && HostWorker().local[1].IsEmpty();
+                    Pump(SIZE_MAX, kLowestPriority, 0, bounded);
+                    const bool localEmpty = HostWorker().LocalQueuesEmpty();
                     if (!localEmpty)
                         continue;
                     if (finished(bounded))
@@ -202,7 +201,7 @@ void SchedulerCore::Shutdown()
             {
                 RegisterSleeper(parker);
                 StoreLoadBarrier();
-                work |= HasQueuedWork(Priority::Normal);
+                work |= HasQueuedWork(kLowestPriority);
             }
             if (!work)
                 SleepOnWord(word, kWordWork, nap);

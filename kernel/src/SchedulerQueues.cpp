@@ -79,14 +79,14 @@ void SchedulerCore::EnqueueShared(std::uintptr_t item, Priority priority)
             behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
-    const bool high = priority == Priority::High;
-    if (high)
-        sharedHigh_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
+    const bool urgent = priority < Priority::Normal;
+    if (urgent)
+        sharedUrgent_.value.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
     TsanRelease(&queue);
     if (!queue.enqueue(item | behind))
     {
-        if (high)
-            sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+        if (urgent)
+            sharedUrgent_.value.fetch_sub(1, std::memory_order_relaxed);
         throw std::bad_alloc();
     }
     WakeOne();
@@ -118,6 +118,8 @@ struct TaggedItems
 void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t count,
                                 Priority priority)
 {
+    if (tasks[0]->pin != kAnyWorker) [[unlikely]]
+        return EnqueuePinnedBulk(worker && worker->core == this ? worker : nullptr, tasks, count);
     if (worker && options.workerCount <= 1)
     {
         // Its own queue (the one worker, or the host between or inside pumps): room first, so
@@ -142,17 +144,85 @@ void SchedulerCore::EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t 
             behind = word & ~kInboxItemMask;
     }
     auto& queue = global_[PriorityIndex(priority)];
-    const bool high = priority == Priority::High;
-    if (high)
-        sharedHigh_.value.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+    const bool urgent = priority < Priority::Normal;
+    if (urgent)
+        sharedUrgent_.value.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
     TsanRelease(&queue);
     if (!queue.enqueue_bulk(TaggedItems{tasks, behind}, count))
     {
-        if (high)
-            sharedHigh_.value.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+        if (urgent)
+            sharedUrgent_.value.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
         throw std::bad_alloc();
     }
     WakeUpTo(count);
+}
+
+void SchedulerCore::EnqueuePinned(Worker* worker, Task* task)
+{
+    Worker& target = *workers_[task->pin];
+    const auto item = reinterpret_cast<std::uintptr_t>(task);
+    if (worker == &target)
+    {
+        target.local[PriorityIndex(task->priority)].Push(item);
+        return;
+    }
+    target.pinnedCount.fetch_add(1, std::memory_order_relaxed); // before: never below the truth
+    TsanRelease(&target.pinned);
+    if (!target.pinned.enqueue(item))
+    {
+        target.pinnedCount.fetch_sub(1, std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeWorker(target);
+}
+
+void SchedulerCore::EnqueuePinnedBulk(Worker* worker, Task* const* tasks, std::size_t count)
+{
+    Worker& target = *workers_[tasks[0]->pin];
+    if (worker == &target)
+    {
+        LocalQueue& queue = target.local[PriorityIndex(tasks[0]->priority)];
+        queue.Reserve(queue.Size() + count); // room first: all or nothing
+        for (std::size_t i = 0; i < count; ++i)
+            queue.TryPush(reinterpret_cast<std::uintptr_t>(tasks[i]));
+        return;
+    }
+    target.pinnedCount.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+    TsanRelease(&target.pinned);
+    if (!target.pinned.enqueue_bulk(TaggedItems{tasks, 0}, count))
+    {
+        target.pinnedCount.fetch_sub(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+        throw std::bad_alloc();
+    }
+    WakeWorker(target);
+}
+
+void SchedulerCore::ResumePinned(Worker* worker, Task* task)
+{
+    const bool outside = !worker || worker->core != this;
+    if (outside)
+        EnterFromOutside(Arrival::Resume, "ResumeTask");
+    LeaveFromOutsideAtExit leave{outside ? this : nullptr};
+    EnqueuePinned(outside ? nullptr : worker, task);
+}
+
+std::uintptr_t SchedulerCore::TakePinned(Worker& worker) noexcept
+{
+    std::uintptr_t item = 0;
+    while (worker.pinned.try_dequeue(item))
+    {
+        TsanAcquire(&worker.pinned);
+        worker.pinnedCount.fetch_sub(1, std::memory_order_relaxed);
+        try
+        {
+            worker.local[PriorityIndex(reinterpret_cast<const Task*>(item)->priority)].Push(item);
+        }
+        catch (...)
+        {
+            return item; // no room: run it now
+        }
+    }
+    return 0;
 }
 
 std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priority,
@@ -160,8 +230,8 @@ std::uintptr_t SchedulerCore::TakenFromShared(Worker& worker, std::size_t priori
 {
     TsanAcquire(&global_[priority]);
     CountTakenShared(worker);
-    if (priority == PriorityIndex(Priority::High))
-        sharedHigh_.value.fetch_sub(1, std::memory_order_relaxed);
+    if (priority < PriorityIndex(Priority::Normal))
+        sharedUrgent_.value.fetch_sub(1, std::memory_order_relaxed);
     return item;
 }
 
@@ -221,6 +291,9 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
     }
     if (worker.deferred != 0)
         return std::exchange(worker.deferred, 0); // next after the inbox item it queued behind
+    if (worker.HasPinnedArrivals()) [[unlikely]]
+        if (const std::uintptr_t unplaced = TakePinned(worker))
+            return unplaced;
     const bool globalFirst = --worker.fairnessCountdown == 0 || worker.preferShared;
     if (globalFirst)
     {
@@ -232,8 +305,11 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
         worker.preferShared = false;
     }
     std::uintptr_t item = 0;
+    // The urgent levels' shared queues only when they may hold something (one shared load).
+    const bool urgent = MayHaveSharedUrgent();
     for (std::size_t p = 0; p <= last; ++p)
     {
+        const bool shared = urgent || p >= PriorityIndex(Priority::Normal);
         // The inbox holds a Normal item that came before everything its submitter queued since.
         if (p == PriorityIndex(Priority::Normal))
         {
@@ -247,11 +323,11 @@ inline std::uintptr_t SchedulerCore::TakeNext(Worker& worker, Priority lowest) n
                     return word & kInboxItemMask;
                 }
         }
-        if (globalFirst && global_[p].try_dequeue(item))
+        if (globalFirst && shared && global_[p].try_dequeue(item))
             return FromSharedQueue(worker, TakenFromShared(worker, p, item));
         if ((item = worker.local[p].Pop()) != 0)
             return item;
-        if (global_[p].try_dequeue(item))
+        if (shared && global_[p].try_dequeue(item))
             return FromSharedQueue(worker, TakenFromShared(worker, p, item));
     }
     return 0;
@@ -282,7 +358,7 @@ std::uintptr_t SchedulerCore::PassOverYielded(Worker& worker, Priority lowest,
 
 bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 {
-    if (lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
+    if (lowest >= Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0)
         return true;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
         if (global_[p].size_approx() != 0)
@@ -293,7 +369,7 @@ bool SchedulerCore::HasQueuedWork(Priority lowest) const noexcept
 std::size_t SchedulerCore::QueuedApprox(const Worker* worker, Priority lowest) const noexcept
 {
     std::size_t count
-        = lowest == Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
+        = lowest >= Priority::Normal && (inbox_.load(std::memory_order_relaxed) & kInboxItemMask) != 0;
     for (std::size_t p = 0; p <= PriorityIndex(lowest); ++p)
     {
         count += global_[p].size_approx();

@@ -252,7 +252,7 @@ bool SchedulerCore::PumpForWait(ThreadState& thread)
     const HostPumpTurn turn(*this, thread);
     if (turn.Busy())
         return false; // ~Scheduler drains it on another thread
-    return Pump(64, Priority::Normal, 0, false).ran != 0;
+    return Pump(64, thread.waitLowest, 0, false).ran != 0;
 }
 
 ThreadState& CurrentThread() noexcept
@@ -367,7 +367,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
         ExecutorScope scope(owner); // one scope for the worker's life, not one per resumption
         for (;;)
         {
-            if (std::uintptr_t item = TryDequeue(worker, Priority::Normal))
+            if (std::uintptr_t item = TryDequeue(worker, kLowestPriority))
             {
                 RunItem(worker, item);
                 continue;
@@ -382,7 +382,7 @@ void SchedulerCore::WorkerMain(Worker& worker)
                     continue;
                 }
                 // The last delivery was queued before its count dropped: one more look.
-                if (std::uintptr_t item = TryDequeue(worker, Priority::Normal))
+                if (std::uintptr_t item = TryDequeue(worker, kLowestPriority))
                 {
                     RunItem(worker, item);
                     continue;

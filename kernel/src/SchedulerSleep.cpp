@@ -86,6 +86,25 @@ void SchedulerCore::WakeUpTo(std::size_t count) noexcept
     }
 }
 
+void SchedulerCore::WakeWorker(Worker& worker) noexcept
+{
+    StoreLoadBarrier(); // pairs with the sleeper's, as WakeOne's
+    if (sleepers_.load(std::memory_order_relaxed) == 0)
+        return;
+    std::lock_guard lock(sleepLock_);
+    if (!worker.parker.listed)
+        return;
+    for (Parker** link = &sleepList_; *link; link = &(*link)->next)
+        if (*link == &worker.parker)
+        {
+            *link = worker.parker.next;
+            break;
+        }
+    worker.parker.listed = false;
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    worker.parker.Wake();
+}
+
 void SchedulerCore::WakeAll() noexcept
 {
     std::lock_guard lock(sleepLock_);
@@ -109,7 +128,8 @@ void SchedulerCore::Idle(Worker& worker)
         std::int64_t until = 0;
         for (unsigned i = 1;; ++i)
         {
-            if (HasQueuedWork(Priority::Normal) || exit_.load(std::memory_order_relaxed))
+            if (HasQueuedWork(kLowestPriority) || worker.HasPinnedArrivals() ||
+                exit_.load(std::memory_order_relaxed))
                 return;
             if (policy == IdlePolicy::Yield)
                 std::this_thread::yield();
@@ -128,7 +148,8 @@ void SchedulerCore::Idle(Worker& worker)
     }
     RegisterSleeper(worker.parker);
     StoreLoadBarrier();
-    if (!HasQueuedWork(Priority::Normal) && !exit_.load(std::memory_order_acquire))
+    if (!HasQueuedWork(kLowestPriority) && !worker.HasPinnedArrivals() &&
+        !exit_.load(std::memory_order_acquire))
         SleepOnWord(worker.word, kWordWork);
     UnregisterSleeper(worker.parker);
     RefreshTick(worker); // after a sleep of any length
@@ -139,7 +160,7 @@ void SchedulerCore::AwaitDelivery(Worker& worker)
     // Woken by the delivery's enqueue; the count drops after it, which wakes nobody: a short nap.
     RegisterSleeper(worker.parker);
     StoreLoadBarrier();
-    if (!HasQueuedWork(Priority::Normal))
+    if (!HasQueuedWork(kLowestPriority) && !worker.HasPinnedArrivals())
         SleepOnWord(worker.word, kWordWork, Duration(std::chrono::milliseconds(1)));
     UnregisterSleeper(worker.parker);
 }

@@ -4,6 +4,7 @@
 
 #include "LocalQueue.h"
 #include "Parker.h"
+#include "SharedQueue.h"
 #include "Task.h"
 #include "ThreadState.h"
 #include "context/Context.h"
@@ -21,6 +22,13 @@
 namespace TC::detail
 {
 class SchedulerCore;
+
+inline constexpr std::size_t PriorityIndex(Priority priority) noexcept
+{
+    return static_cast<std::size_t>(priority);
+}
+// The least urgent level: a pick up to it takes anything ready.
+inline constexpr Priority kLowestPriority = Priority::Low;
 
 // What the context that was switched to must do for the one that switched away.
 enum class PostSwitch : std::uint8_t
@@ -93,7 +101,14 @@ struct Worker
     // The thread (ThreadState::pumpSerial) whose stack `context` describes: a host worker's
     // changes with the thread pumping it (SchedulerCore::Pump).
     std::uint64_t contextThread = 0;
-    LocalQueue local[2];       // by Priority; only this worker's thread touches them
+    LocalQueue local[kPriorityCount]; // by Priority; only this worker's thread touches them
+    bool LocalQueuesEmpty() const noexcept
+    {
+        for (const LocalQueue& queue : local)
+            if (!queue.IsEmpty())
+                return false;
+        return true;
+    }
     Task* current = nullptr;
     ThreadState* threadState = nullptr; // the thread running this worker's loop or pump right now
     const ExecutorScope* taskScope = nullptr; // scope in force when the current task was entered
@@ -129,6 +144,15 @@ struct Worker
     // Items this worker took from the shared queue or the inbox, written the same way (by the
     // thread running it, or pumping it, alone), read by Stop's first look (TakenShared).
     std::atomic<std::uint64_t> takenShared{0};
+    // Pinned tasks (TaskOptions::worker) queued for this worker from elsewhere: the count is
+    // raised before the enqueue and lowered after the dequeue, so never below the truth. Its own
+    // line: read on every pick, written only when pinned work crosses threads.
+    alignas(64) std::atomic<std::uint32_t> pinnedCount{0};
+    SharedQueue pinned;
+    bool HasPinnedArrivals() const noexcept
+    {
+        return pinnedCount.load(std::memory_order_relaxed) != 0;
+    }
     std::thread thread;
 };
 

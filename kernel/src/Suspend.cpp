@@ -113,8 +113,11 @@ void CheckCanWait(const ThreadState& thread, bool inTask) noexcept
 {
     try
     {
-        task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority,
-                                     Arrival::Resume);
+        if (task->pin != kAnyWorker)
+            task->scheduler->ResumePinned(worker, task);
+        else
+            task->scheduler->EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task),
+                                         task->priority, Arrival::Resume);
     }
     catch (...)
     {
@@ -128,7 +131,8 @@ inline void RescheduleTask(Task* task) noexcept
 {
     Worker* worker = CurrentThreadInSwitchFreeCode().worker; // nothing here switches
     SetRunState(*task, TaskRunState::Ready);
-    if (!task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
+    if (task->pin != kAnyWorker ||
+        !task->scheduler->TryEnqueueLocal(worker, reinterpret_cast<std::uintptr_t>(task),
                                           task->priority)) [[unlikely]]
         RescheduleTaskSlow(worker, task);
 }
@@ -306,8 +310,8 @@ bool SpinBeforeWaitHoldsNothingUp() noexcept
         // Only a task's own wait, on a worker thread, with nothing queued that the wait would run.
         const SchedulerCore* core = worker->core;
         return worker->current != nullptr && core->HasWorkerThreads() &&
-               worker->local[0].IsEmpty() && worker->local[1].IsEmpty() &&
-               !core->HasQueuedWork(Priority::Normal);
+               worker->LocalQueuesEmpty() && !worker->HasPinnedArrivals() &&
+               !core->HasQueuedWork(kLowestPriority);
     }
     return !WaitRunsOtherWork();
 }

@@ -71,6 +71,9 @@ struct Task : TaskIdentity
     StackMemory stack; // the size is set at Start; the memory is taken when the task first runs
     const char* name = "task";
     Priority priority = Priority::Normal;
+    // The only worker that runs it (TaskOptions::worker), or kAnyWorker; always kAnyWorker on a
+    // scheduler without workers.
+    std::uint32_t pin = kAnyWorker;
     // kJoinRunning, kJoinFinished, kJoinDetached, or the entry of the task/thread waiting in
     // Join. It also decides who frees the block: whichever of the task's end and the handle's
     // release comes second (EndForJoiner, JoinHandle::Join and Detach).

@@ -157,6 +157,7 @@ Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
     task->body = &body;
     task->name = taskOptions.name ? taskOptions.name : "task";
     task->priority = taskOptions.priority;
+    task->pin = HasWorkerThreads() ? taskOptions.worker : kAnyWorker;
     if (taskOptions.stopToken.stop_possible())
     {
         task->startToken = taskOptions.stopToken;
@@ -245,7 +246,9 @@ void SchedulerCore::Launch(Task* task)
     CountStart(worker); // before the enqueue publishes the task, so before its end is counted
     try
     {
-        if (worker)
+        if (task->pin != kAnyWorker) [[unlikely]]
+            EnqueuePinned(worker, task);
+        else if (worker)
             EnqueueFrom(worker, reinterpret_cast<std::uintptr_t>(task), task->priority,
                         Arrival::New);
         else

@@ -3,6 +3,7 @@
 // and its identity when it waits as a converted thread.
 
 #include <TC/Checked.h>
+#include <TC/Scheduler.h>
 #include <TC/SuspendedTask.h>
 
 #include <atomic>
@@ -44,6 +45,8 @@ struct ThreadState : TaskIdentity
                 return true;
         return false;
     }
+    // The lowest priority this thread's waits run on its hosts (TC::WaitLimit).
+    Priority waitLowest = Priority::Low;
     int callbackDepth = 0;        // > 0 inside OnSuspended / OnTimeout (checked builds only)
     bool isWorkerThread = false;  // a scheduler's own worker thread
     bool isTimerThread = false;   // the one timer thread (EnableTimers)

@@ -111,7 +111,7 @@ bool HostedSchedulers::RegisterAndLook(std::atomic<std::uint32_t>& word)
     for (std::size_t i = 0; i < count_; ++i)
     {
         cores_[i]->StoreLoadBarrier();
-        work |= cores_[i]->HasQueuedWork(Priority::Normal);
+        work |= cores_[i]->HasQueuedWork(thread_.waitLowest);
     }
     return work;
 }

@@ -17,3 +17,4 @@
 #include <TC/SuspendAsync.h>
 #include <TC/SuspendedTask.h>
 #include <TC/TaskStop.h>
+#include <TC/WaitLimit.h>

@@ -52,12 +52,16 @@ struct TaskBodyFor
 };
 } // namespace detail
 
-// Ready High runs before any Normal, except at the pick right after a YieldTask.
+/// - Strict: ready work runs most urgent first, except at the pick right after a YieldTask; Low
+///   runs whenever nothing above is ready. Other values: std::invalid_argument.
 enum class Priority : std::uint8_t
 {
-    High = 0,   // this frame's work
-    Normal = 1, // background work
+    Critical = 0, // ahead of the frame's work
+    High = 1,     // this frame's work
+    Normal = 2,   // background work
+    Low = 3,      // idle time (streaming)
 };
+inline constexpr std::size_t kPriorityCount = 4;
 
 // What an idle worker (or a host in WaitForWork) does.
 enum class IdlePolicy : std::uint8_t
@@ -112,11 +116,18 @@ struct TC_API SchedulerOptions
     std::uint64_t shuffleSeed = 0;
 };
 
+// TaskOptions::worker: any worker runs the task.
+inline constexpr unsigned kAnyWorker = ~0u;
+
 struct TaskOptions
 {
     const char* name = nullptr; // stable string, for hooks and hang reports
     Priority priority = Priority::Normal;
     std::size_t stackSize = 0; // 0: the scheduler's
+    /// - worker: the only worker (0-based) that starts and resumes the task; workerless, 0: the
+    ///   host. Past the last: std::out_of_range, starting nothing.
+    /// - Pinned, MoveCurrentTaskTo another scheduler throws std::logic_error.
+    unsigned worker = kAnyWorker;
     std::stop_token stopToken{}; // ends the task's stop-aware waits (TaskStop.h, SuspendTaskFor)
 };
 
@@ -263,14 +274,14 @@ public:
         return ScheduleAwaiter{{this}, priority};
     }
 
-    // ---- pumping (workerless; host thread only; `lowest` High runs High only) ----
+    // ---- pumping (workerless; host thread only; levels up to `lowest`) ----
     // Runs what was queued at the call, at most maxTasks. Never blocks.
-    PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Normal);
+    PumpResult RunPending(std::size_t maxTasks = SIZE_MAX, Priority lowest = Priority::Low);
     // Runs until the budget is spent: at least one item if any (overrun at most one); may end up
     // to 25 us early.
-    PumpResult RunFor(Duration budget, Priority lowest = Priority::Normal);
+    PumpResult RunFor(Duration budget, Priority lowest = Priority::Low);
     // Runs until nothing is queued (suspended tasks do not count).
-    PumpResult RunUntilIdle(Priority lowest = Priority::Normal);
+    PumpResult RunUntilIdle(Priority lowest = Priority::Low);
     // Blocks until work is queued (true) or the timeout passes.
     bool WaitForWork(Duration timeout);
 
