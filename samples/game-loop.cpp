@@ -197,6 +197,8 @@ struct Game
     TC::Synchronization::ManualResetEvent levelStreamed; // never set: the disk is slow today
     std::stop_source levelChange;
     std::atomic<int> loadsCancelled{0};
+    std::thread::id audioThread; // the pinned audio job's: written by it only, one frame at a time
+    int audioMoved = 0;
     bool OnHost() const { return ThisThreadId() == mainThread; }
 };
 
@@ -314,11 +316,29 @@ void ThinkAgents(Game& game, int frame)
 }
 // [/guide:bulk-start]
 
+// [guide:pinned]
+// The audio mix talks to a device whose API is bound to one thread: its job is pinned to worker
+// 0 (started and resumed only there) and Critical, ahead of the frame's own High work.
+TC::JoinHandle StartAudioMix(Game& game, int frame)
+{
+    return game.workers.Start(
+        [&game, frame]
+        {
+            const std::thread::id here = ThisThreadId();
+            if (frame == 0)
+                game.audioThread = here;
+            game.audioMoved += here == game.audioThread ? 0 : 1;
+        },
+        {.name = "audio-mix", .priority = TC::Priority::Critical, .worker = 0});
+}
+// [/guide:pinned]
+
 // [guide:fan-out]
 // One frame, run as a High task on the host: fan the simulation out to the workers, wait for
 // it (this task suspends; the host thread goes on pumping), then apply it on the main thread.
 void RunFrame(Game& game, int frame)
 {
+    TC::JoinHandle audio = StartAudioMix(game, frame);
     std::vector<Future<ChunkResult>> parts;
     for (int chunk = 0; chunk < kChunks; ++chunk)
         parts.push_back(Async(game.workers,
@@ -344,6 +364,7 @@ void RunFrame(Game& game, int frame)
     AgeParticles(game);
     ThinkAgents(game, frame);
     Animate(game, frame);
+    audio.Join();
     game.appliedFrames.push_back(frame);
 
     game.workers
@@ -375,7 +396,7 @@ TC::JoinHandle StartLevelAssetLoad(Game& game)
 {
     return game.workers.Start([&game] { LoadLevelAsset(game); },
                               {.name = "level-asset",
-                               .priority = TC::Priority::Normal,
+                               .priority = TC::Priority::Low,
                                .stopToken = game.levelChange.get_token()});
 }
 // [/guide:cancel]
@@ -485,7 +506,8 @@ int main(int argc, char** argv)
 
         TC::JoinHandle levelAsset = StartLevelAssetLoad(game);
         TC::JoinHandle longJob = workers.Start(
-            [&game] { LongJob(game); }, {.name = "long-job", .stackSize = TC::StackSize::Large});
+            [&game] { LongJob(game); },
+            {.name = "long-job", .priority = TC::Priority::Low, .stackSize = TC::StackSize::Large});
 
         // [guide:frame-loop]
         for (int frame = 0; frame < frames; ++frame)
@@ -517,7 +539,7 @@ int main(int argc, char** argv)
                     continue;
                 // The frame task waits on the workers: do background work meanwhile, or sleep
                 // until a worker hands something back (a submit wakes WaitForWork).
-                if (pump.RunFor(kSlice, TC::Priority::Normal).ran == 0)
+                if (pump.RunFor(kSlice, TC::Priority::Low).ran == 0)
                     host.WaitForWork(kSlice);
             }
             frameMs.push_back(
@@ -527,7 +549,7 @@ int main(int argc, char** argv)
             const auto nextTick = frameStart + kTick;
             while (Clock::now() < nextTick)
             {
-                if (pump.RunFor(nextTick - Clock::now(), TC::Priority::Normal).ran == 0)
+                if (pump.RunFor(nextTick - Clock::now(), TC::Priority::Low).ran == 0)
                     host.WaitForWork(nextTick - Clock::now());
             }
         }
@@ -535,10 +557,10 @@ int main(int argc, char** argv)
         loopSeconds = std::chrono::duration<double>(Clock::now() - loopStart).count();
         residentGrowth = static_cast<double>(ResidentBytes()) - static_cast<double>(warmResident);
         overrunsUs = pump.OverrunsUs();
-        // Jobs: per frame the frame task, the simulation's chunks, the agents, the graph's jobs
-        // and telemetry; besides, the particles' chunks and the streaming requests.
+        // Jobs: per frame the frame task, the audio mix, the simulation's chunks, the agents, the
+        // graph's jobs and telemetry; besides, the particles' chunks and the streaming requests.
         jobs = static_cast<double>(frames) *
-                   static_cast<double>(1 + kChunks + kAgents + game.animation.Size() + 1) +
+                   static_cast<double>(2 + kChunks + kAgents + game.animation.Size() + 1) +
                static_cast<double>(game.particleChunks.load() + expectedAssets);
 
         // [guide:drain]
@@ -586,6 +608,9 @@ int main(int argc, char** argv)
               "every coroutine resumption ran inside a coroutine zone");
         longJobUnits = game.longJobUnits.load();
         Check(longJobUnits > 0, "the long job ran until the shutdown request");
+        Check(game.audioMoved == 0 && game.audioThread != std::thread::id() &&
+                  game.audioThread != game.mainThread,
+              "the pinned audio job ran on one worker every frame");
         Check(game.loadsCancelled == 1, "the level change cancelled the parked asset load");
 
         World replay = initial;
