@@ -77,6 +77,7 @@ struct Task : TaskIdentity
     std::exception_ptr error;
     bool contextReady = false; // it has a stack and a context: it has run, or can be switched to
     bool blockFromWorker = false; // started on one of its scheduler's workers (where the block goes back)
+    bool blockFromAllocator = false; // its block came from an IBlockAllocator (BlockRecord::allocator)
 };
 
 // A task block: the Task, then room for a callable that fits (its own cache lines).
