@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <barrier>
+#include <coroutine>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -50,12 +51,22 @@ Task<int> Small(int value)
     co_return value + 1;
 }
 
-// The address of a local that lives across a suspension point: inside the frame.
+// The frame's address, as the coroutine handle gives it.
+struct FrameAddress
+{
+    const void* address = nullptr;
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> handle) noexcept
+    {
+        address = handle.address();
+        return false; // continue at once
+    }
+    const void* await_resume() const noexcept { return address; }
+};
+
 Task<const void*> Where()
 {
-    int local = 0;
-    co_await std::suspend_never{};
-    co_return static_cast<const void*>(&local);
+    co_return co_await FrameAddress{};
 }
 
 Task<int> Parent(int children)
