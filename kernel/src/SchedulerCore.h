@@ -341,11 +341,11 @@ public:
     // Throws std::logic_error ("<call> refused") once the scheduler is stopping.
     void CheckStartAllowed(const char* call) const;
     std::size_t TaskStackSize(const TaskOptions& options) const noexcept;
-    // A task in `block` (taken for `worker`, the calling thread's or nullptr), its callable's
-    // place in `slot`. Throws what taking a stack for a large callable throws; the block is
-    // then given back.
-    Task* SetUpTask(void* block, Worker* worker, std::size_t stackSize, const TaskOptions& options,
-                    const TaskBody& body, void*& slot);
+    // A task in `block` (taken for `worker`, the calling thread's or nullptr, or from an
+    // allocator: `fromAllocator`), its callable's place in `slot`. Throws what taking a stack for
+    // a large callable throws; the block is then given back.
+    Task* SetUpTask(void* block, Worker* worker, bool fromAllocator, std::size_t stackSize,
+                    const TaskOptions& options, const TaskBody& body, void*& slot);
     // Scheduler::StartBulk (TaskBulk.cpp): `count` tasks allocated together, each callable made by
     // `construct`, counted and queued with one enqueue and one wake-up; written to `tasks`.
     // All or nothing: when anything throws, every task is freed and nothing was queued.
@@ -440,14 +440,32 @@ private:
     // `worker`: the calling thread's if it is one of ours, else nullptr.
     inline void* TakeBlock(Worker* worker);
     // `count` blocks at once, linked through FreeTaskBlock::next: `worker`'s cache first, then
-    // the pool under one lock, then new ones. Throws std::bad_alloc, keeping none.
-    FreeTaskBlock* TakeBlocks(std::size_t count, Worker* worker);
+    // the pool under one lock, then new ones; or all from `source` when not nullptr. Throws what
+    // allocating throws, keeping none.
+    FreeTaskBlock* TakeBlocks(std::size_t count, Worker* worker, IBlockAllocator* source);
     // Queues StartBulk's tasks: on `worker`'s own queue when it runs one (a scheduler with one
     // worker, or its host), else on the shared queue; then wakes up to `count` sleepers.
     void EnqueueBulk(Worker* worker, Task* const* tasks, std::size_t count, Priority priority);
     void WakeUpTo(std::size_t count) noexcept;
     void* TakeBlockSlow(Worker* worker);
     inline void ReturnBlock(void* block, bool toWorker) noexcept;
+    // A block from `source` (TaskOptions::allocator), counted and registered as the pools' are.
+    void* TakeBlockFrom(IBlockAllocator& source);
+    // Gives a block from TakeBlockFrom back to its allocator; may delete this core (last block).
+    void FreeBlockTo(void* block) noexcept;
+    // Where a task's block goes when it is freed: its allocator, else the pools.
+    void ReleaseBlock(void* block, bool toWorker, bool fromAllocator) noexcept
+    {
+        if (fromAllocator) [[unlikely]]
+            FreeBlockTo(block);
+        else
+            ReturnBlock(block, toWorker);
+    }
+    // TaskOptions::allocator, else SchedulerOptions::taskAllocator (nullptr: the pools).
+    IBlockAllocator* BlockAllocatorFor(const TaskOptions& taskOptions) const noexcept
+    {
+        return taskOptions.allocator ? taskOptions.allocator : options.taskAllocator;
+    }
     void ReturnBlockSlow(FreeTaskBlock* block, Worker* worker) noexcept;
     std::uint64_t FreeBlocks(FreeTaskBlock* block) noexcept; // how many it freed
     // CountStart/CountEnd: `worker`'s own count when it is the calling thread's worker of this

@@ -81,6 +81,7 @@ struct Task : TaskIdentity
     std::exception_ptr error;
     bool contextReady = false; // it has a stack and a context: it has run, or can be switched to
     bool blockFromWorker = false; // started on one of its scheduler's workers (where the block goes back)
+    bool blockFromAllocator = false; // its block came from an IBlockAllocator (BlockRecord::allocator)
     // TaskOptions::stopToken, and the one its waits use: &startToken, a StopScope's, or nullptr.
     std::stop_token startToken;
     const std::stop_token* stopToken = nullptr;

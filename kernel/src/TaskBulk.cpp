@@ -17,7 +17,9 @@ void SchedulerCore::StartBulk(std::size_t count, const TaskOptions& taskOptions,
     CheckStartAllowed("StartBulk");
     Worker* worker = SubmittingWorker(); // nullptr: from outside this core's threads
     const std::size_t stackSize = TaskStackSize(taskOptions);
-    FreeTaskBlock* batch = TakeBlocks(count, worker);
+    IBlockAllocator* const blockAllocator = BlockAllocatorFor(taskOptions);
+    const bool fromAllocator = blockAllocator != nullptr;
+    FreeTaskBlock* batch = TakeBlocks(count, worker, blockAllocator);
     std::size_t made = 0; // tasks[0, made) hold a task with its callable in place
     auto freeMade = [&]() noexcept
     {
@@ -32,8 +34,8 @@ void SchedulerCore::StartBulk(std::size_t count, const TaskOptions& taskOptions,
         for (; made < count; ++made)
         {
             void* slot = nullptr;
-            Task* task = SetUpTask(std::exchange(batch, batch->next), worker, stackSize,
-                                   taskOptions, body, slot); // gives its block back if it throws
+            Task* task = SetUpTask(std::exchange(batch, batch->next), worker, fromAllocator,
+                                   stackSize, taskOptions, body, slot); // gives its block back if it throws
             try
             {
                 construct(slot, source, made);
@@ -52,7 +54,7 @@ void SchedulerCore::StartBulk(std::size_t count, const TaskOptions& taskOptions,
     {
         freeMade();
         while (batch)
-            ReturnBlock(std::exchange(batch, batch->next), worker != nullptr);
+            ReleaseBlock(std::exchange(batch, batch->next), worker != nullptr, fromAllocator);
         throw;
     }
     if (!worker)

@@ -110,16 +110,20 @@ Task* SchedulerCore::AllocateTask(const TaskOptions& taskOptions, const TaskBody
 {
     CheckStartAllowed("Start");
     Worker* worker = SubmittingWorker(); // nullptr: use this core's shared pool
-    return SetUpTask(TakeBlock(worker), worker, TaskStackSize(taskOptions), taskOptions, body, slot);
+    const std::size_t stackSize = TaskStackSize(taskOptions);
+    if (IBlockAllocator* blockAllocator = BlockAllocatorFor(taskOptions)) [[unlikely]]
+        return SetUpTask(TakeBlockFrom(*blockAllocator), worker, true, stackSize, taskOptions, body, slot);
+    return SetUpTask(TakeBlock(worker), worker, false, stackSize, taskOptions, body, slot);
 }
 
-Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
+Task* SchedulerCore::SetUpTask(void* block, Worker* worker, bool fromAllocator, std::size_t size,
                                const TaskOptions& taskOptions, const TaskBody& body, void*& slot)
 {
     const bool fromWorker = worker != nullptr;
     auto* task = ::new (block) Task;
     task->id = NextUniqueId();
     task->blockFromWorker = fromWorker;
+    task->blockFromAllocator = fromAllocator;
     task->stack.size = size;
     if (body.size <= kTaskBlockSize - kTaskBytes && body.alignment <= kTaskBlockAlign)
     {
@@ -137,7 +141,7 @@ Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
         catch (...)
         {
             task->~Task();
-            ReturnBlock(block, fromWorker);
+            ReleaseBlock(block, fromWorker, fromAllocator);
             throw;
         }
         ClearOldRedzones(stack); // before the callable is constructed there
@@ -145,7 +149,7 @@ Task* SchedulerCore::SetUpTask(void* block, Worker* worker, std::size_t size,
         if (callable < reinterpret_cast<std::uintptr_t>(stack.Bottom()) + 2 * PageSize())
         {
             task->~Task();
-            ReturnBlock(block, fromWorker);
+            ReleaseBlock(block, fromWorker, fromAllocator);
             ReturnStack(stack, worker);
             throw std::length_error("TC::Scheduler::Start: the callable does not fit on the task's stack");
         }
@@ -217,9 +221,10 @@ void SchedulerCore::FreeUnstartedTask(Task* task) noexcept
     if (task->stack.base)
         ReturnStack(task->stack, SubmittingWorker());
     const bool toWorker = task->blockFromWorker;
+    const bool toAllocator = task->blockFromAllocator;
     SetRunStateBeforeFree(*task);
     task->~Task();
-    ReturnBlock(task, toWorker);
+    ReleaseBlock(task, toWorker, toAllocator);
 }
 
 void SchedulerCore::Launch(Task* task)
@@ -325,8 +330,9 @@ void SchedulerCore::FreeTask(Task* task) noexcept
     // the host's pool while its own scheduler allocates a new one for every start.
     SchedulerCore* blockHome = task->home;
     const bool toWorker = task->blockFromWorker;
+    const bool toAllocator = task->blockFromAllocator;
     SetRunStateBeforeFree(*task);
     task->~Task();
-    blockHome->ReturnBlock(task, toWorker); // may delete that core (its Scheduler is gone)
+    blockHome->ReleaseBlock(task, toWorker, toAllocator); // may delete that core (Scheduler gone)
 }
 } // namespace TC::detail

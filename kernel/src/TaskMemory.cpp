@@ -6,7 +6,10 @@
 #include <array>
 #include <cstddef>
 #include <mutex>
+#include <cstdint>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace TC::detail
@@ -205,7 +208,33 @@ void* SchedulerCore::TakeBlockSlow(Worker* worker)
     return block;
 }
 
-FreeTaskBlock* SchedulerCore::TakeBlocks(std::size_t count, Worker* worker)
+void* SchedulerCore::TakeBlockFrom(IBlockAllocator& source)
+{
+    void* block = source.Allocate(kTaskBlockAllocation, kTaskBlockAlign);
+    if (!block || reinterpret_cast<std::uintptr_t>(block) % kTaskBlockAlign != 0) [[unlikely]]
+    {
+        if (block)
+            source.Free(block, kTaskBlockAllocation, kTaskBlockAlign);
+        throw std::logic_error("TC::IBlockAllocator::Allocate returned " +
+                               std::string(block ? "a block below the alignment asked for"
+                                                 : "nullptr (throw std::bad_alloc instead)"));
+    }
+    blocks.fetch_add(1, std::memory_order_relaxed); // this core cannot go: its Scheduler counts
+    RegisterBlock(registry_, block);
+    RecordOf(block).allocator = &source;
+    return block;
+}
+
+void SchedulerCore::FreeBlockTo(void* block) noexcept
+{
+    IBlockAllocator* source = RecordOf(block).allocator;
+    UnregisterBlock(registry_, block);
+    source->Free(block, kTaskBlockAllocation, kTaskBlockAlign);
+    if (DropBlocks(1))
+        delete this; // the Scheduler is gone and this was its last block
+}
+
+FreeTaskBlock* SchedulerCore::TakeBlocks(std::size_t count, Worker* worker, IBlockAllocator* source)
 {
     FreeTaskBlock* list = nullptr;
     std::size_t have = 0;
@@ -216,6 +245,22 @@ FreeTaskBlock* SchedulerCore::TakeBlocks(std::size_t count, Worker* worker)
         list = block;
         ++have;
     };
+    if (source)
+    {
+        // One block per task from the allocator; all of them back to it if one throws.
+        try
+        {
+            while (have < count)
+                push(TakeBlockFrom(*source));
+        }
+        catch (...)
+        {
+            while (list)
+                FreeBlockTo(std::exchange(list, list->next));
+            throw;
+        }
+        return list;
+    }
     if (worker)
         for (; have < count && worker->blockCache; --worker->blockCacheCount)
             push(std::exchange(worker->blockCache, worker->blockCache->next));

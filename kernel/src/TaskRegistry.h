@@ -9,6 +9,11 @@
 #include <cstdint>
 #include <mutex>
 
+namespace TC
+{
+class IBlockAllocator;
+}
+
 namespace TC::detail
 {
 struct Task;
@@ -24,6 +29,7 @@ struct BlockRecord
     BlockRecord* next = nullptr;
     Task* task = nullptr;   // the block's Task (its runState says whether one lives there)
     std::uint64_t id = 0;   // the block's number, unique in the process: the task's id
+    IBlockAllocator* allocator = nullptr; // the block's source when not the core's pools
 };
 
 inline constexpr std::size_t kBlockRecordBytes = 64;

@@ -4,7 +4,11 @@
 // thread than its allocator's simply joins that thread's cache. At thread exit the cache is
 // emptied and frames freed later go straight to the heap. Larger frames, and every frame in an
 // AddressSanitizer build (which must see each frame's use after free), use operator new.
+// Every frame has a 16-byte header before it naming its allocator: nullptr for the cache and the
+// heap, else the FrameAllocatorScope's allocator it came from, where it goes back.
 
+#include <TC/Checked.h>
+#include <TC/Strands/FrameAllocator.h>
 #include <TC/Strands/detail/FrameCache.h>
 
 #include <new>
@@ -25,19 +29,26 @@ namespace TC::detail
 namespace
 {
 constexpr std::size_t kGranule = 16;
-constexpr std::size_t kClasses = 64; // sizes up to 1 KiB
+constexpr std::size_t kClasses = 65; // frames up to 1 KiB, with their header
 constexpr unsigned kKeep = 64;       // frames kept per class and thread
 
-struct FreeFrameLink
+// The header before each frame: its allocator, nullptr for the cache and the heap.
+constexpr std::size_t kHeader = 16;
+static_assert(kHeader >= 2 * sizeof(void*) && kHeader % __STDCPP_DEFAULT_NEW_ALIGNMENT__ == 0);
+
+// A cached block's link sits after the header, which keeps the nullptr it got when the block was
+// made: a frame from the cache needs no header store.
+void*& LinkOf(void* block) noexcept
 {
-    FreeFrameLink* next;
-};
+    return *static_cast<void**>(static_cast<void*>(static_cast<unsigned char*>(block) + sizeof(void*)));
+}
 
 // Constant-initialised and trivially destructible: reached without a guard on every call.
 struct FrameCache
 {
-    FreeFrameLink* heads[kClasses];
+    void* heads[kClasses];
     unsigned counts[kClasses];
+    IBlockAllocator* allocator; // the innermost FrameAllocatorScope's, or nullptr
     bool registered; // the thread-exit drain is armed
     bool closed;     // the thread is exiting: the cache keeps nothing more
 };
@@ -51,10 +62,10 @@ struct FrameCacheDrain
     {
         cache.closed = true;
         for (std::size_t index = 0; index < kClasses; ++index)
-            while (FreeFrameLink* frame = cache.heads[index])
+            while (void* block = cache.heads[index])
             {
-                cache.heads[index] = frame->next;
-                ::operator delete(frame);
+                cache.heads[index] = LinkOf(block);
+                ::operator delete(block);
             }
     }
 };
@@ -64,35 +75,81 @@ std::size_t ClassOf(std::size_t size) noexcept
 {
     return (size + kGranule - 1) / kGranule - 1;
 }
+
+IBlockAllocator*& AllocatorOf(void* block) noexcept
+{
+    return *static_cast<IBlockAllocator**>(block);
+}
+
+[[gnu::noinline]] void* AllocateFrom(IBlockAllocator& allocator, std::size_t bytes)
+{
+    void* block = allocator.Allocate(bytes, kHeader);
+    AllocatorOf(block) = &allocator;
+    return static_cast<unsigned char*>(block) + kHeader;
+}
+
+[[gnu::noinline]] void* AllocateNew(std::size_t bytes)
+{
+    void* block = ::operator new(bytes);
+    AllocatorOf(block) = nullptr;
+    return static_cast<unsigned char*>(block) + kHeader;
+}
+
+[[gnu::noinline]] void FreeTo(IBlockAllocator& allocator, void* block, std::size_t bytes) noexcept
+{
+    allocator.Free(block, bytes, kHeader);
+}
 } // namespace
 
 void* AllocateFrame(std::size_t size)
 {
-    const std::size_t index = ClassOf(size);
+    const std::size_t bytes = size + kHeader;
+    FrameCache& local = cache;
+    if (IBlockAllocator* allocator = local.allocator) [[unlikely]]
+        return AllocateFrom(*allocator, bytes);
+    const std::size_t index = ClassOf(bytes);
     if (!TC_FRAME_CACHE || index >= kClasses)
-        return ::operator new(size);
-    if (FreeFrameLink* frame = cache.heads[index])
+        return AllocateNew(bytes);
+    if (void* block = local.heads[index])
     {
-        cache.heads[index] = frame->next;
-        --cache.counts[index];
-        return frame;
+        local.heads[index] = LinkOf(block);
+        --local.counts[index];
+        return static_cast<unsigned char*>(block) + kHeader;
     }
-    return ::operator new((index + 1) * kGranule); // any frame of its class fits the block
+    return AllocateNew((index + 1) * kGranule); // any frame of its class fits the block
 }
 
 void FreeFrame(void* frame, std::size_t size) noexcept
 {
-    const std::size_t index = ClassOf(size);
-    if (!TC_FRAME_CACHE || index >= kClasses || cache.closed || cache.counts[index] >= kKeep)
-        return ::operator delete(frame);
-    if (!cache.registered)
+    void* block = static_cast<unsigned char*>(frame) - kHeader;
+    if (IBlockAllocator* allocator = AllocatorOf(block)) [[unlikely]]
+        return FreeTo(*allocator, block, size + kHeader);
+    const std::size_t index = ClassOf(size + kHeader);
+    FrameCache& local = cache;
+    if (!TC_FRAME_CACHE || index >= kClasses || local.closed || local.counts[index] >= kKeep)
+        return ::operator delete(block);
+    if (!local.registered)
     {
-        cache.registered = true;
+        local.registered = true;
         drain.armed = true; // the first use registers its destructor for this thread's exit
     }
-    auto* link = static_cast<FreeFrameLink*>(frame);
-    link->next = cache.heads[index];
-    cache.heads[index] = link;
-    ++cache.counts[index];
+    LinkOf(block) = local.heads[index];
+    local.heads[index] = block;
+    ++local.counts[index];
+}
+
+IBlockAllocator* ExchangeFrameAllocator(IBlockAllocator* allocator) noexcept
+{
+    IBlockAllocator* previous = cache.allocator;
+    cache.allocator = allocator;
+    return previous;
+}
+
+void EndFrameAllocatorScope(IBlockAllocator* allocator, IBlockAllocator* previous) noexcept
+{
+    if (cache.allocator != allocator) [[unlikely]]
+        ReportRuleViolation("FrameAllocatorScope ends in reverse order on the thread that made it",
+                            "the thread's innermost scope names another allocator");
+    cache.allocator = previous;
 }
 } // namespace TC::detail

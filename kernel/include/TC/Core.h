@@ -12,6 +12,7 @@
 #include <TC/JobGraph.h>
 #include <TC/ParallelFor.h>
 #include <TC/Scheduler.h>
+#include <TC/BlockAllocator.h>
 #include <TC/StackAllocator.h>
 #include <TC/Suspend.h>
 #include <TC/SuspendAsync.h>

@@ -7,6 +7,7 @@
 
 #include <TC/Duration.h>
 #include <TC/Executor.h>
+#include <TC/BlockAllocator.h>
 #include <TC/StackAllocator.h>
 #include <TC/SuspendedTask.h>
 #include <TC/detail/BulkStart.h>
@@ -110,6 +111,8 @@ struct TC_API SchedulerOptions
     // Stack bytes pooled beyond the workers' caches (64 stacks each), guards not counted; the rest
     // goes back to the allocator.
     std::size_t stackPoolBytes = 64 * 1024 * 1024;
+    // Default of TaskOptions::allocator; nullptr: the scheduler's pools.
+    IBlockAllocator* taskAllocator = nullptr;
     std::string name = "TC";
     SchedulerHooks hooks;
     // Host-pumped only: nonzero picks ready items pseudo-randomly; 0: FIFO.
@@ -128,6 +131,10 @@ struct TaskOptions
     ///   host. Past the last: std::out_of_range, starting nothing.
     /// - Pinned, MoveCurrentTaskTo another scheduler throws std::logic_error.
     unsigned worker = kAnyWorker;
+    /// The task block's source; nullptr: SchedulerOptions::taskAllocator.
+    /// - One Allocate per task at Start (a throw starts nothing), never pooled.
+    /// - Freed by the later of the task's end and its JoinHandle's release, even past ~Scheduler.
+    IBlockAllocator* allocator = nullptr;
     std::stop_token stopToken{}; // ends the task's stop-aware waits (TaskStop.h, SuspendTaskFor)
 };
 

@@ -6,6 +6,7 @@
 #include <TC/Strands/Awaitable.h>
 #include <TC/Strands/Cancellation.h>
 #include <TC/Strands/DetachedTask.h>
+#include <TC/Strands/FrameAllocator.h>
 #include <TC/Strands/KeyedStrands.h>
 #include <TC/Strands/ResumeOn.h>
 #include <TC/Strands/ResumeTarget.h>

@@ -1,5 +1,6 @@
 #pragma once
-// Task frames: a per-thread cache of freed frames by size class (strands/src/FrameCache.cpp).
+// Task frames: a per-thread cache of freed frames by size class, or the FrameAllocatorScope's
+// allocator (strands/src/FrameCache.cpp).
 
 #include <TC/detail/Export.h>
 
