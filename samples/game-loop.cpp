@@ -9,12 +9,17 @@
 // non-zero if anything is off. With --trace FILE it also writes the run's task and coroutine
 // zones as a Chrome trace (open it in ui.perfetto.dev).
 
+#include "support/Async.h"
 #include "support/BudgetStackAllocator.h"
 #include "support/ChromeTrace.h"
+#include "support/FrameArena.h"
 #include "support/FrameStats.h"
 #include "support/GameLoopHooks.h"
 
 #include <TC/Core.h>
+#include <TC/Strands/FrameAllocator.h>
+#include <TC/Strands/SyncRun.h>
+#include <TC/Strands/Task.h>
 #include <TC/Synchronization/AutoResetEvent_s.h>
 #include <TC/Synchronization/Future.h>
 #include <TC/Synchronization/ManualResetEvent.h>
@@ -30,6 +35,7 @@
 #include <mutex>
 #include <new>
 #include <pthread.h>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -122,33 +128,6 @@ ChunkResult SimulateChunk(const World& world, int frame, int chunk)
 
 
 
-// [guide:async]
-// Runs `work` as a task on `scheduler` and returns a Future of its result. Start only queues the
-// task: it never blocks and never runs the work inline, from the host or anywhere else.
-template <class F>
-auto Async(TC::Scheduler& scheduler, F work, TC::TaskOptions options)
-{
-    using R = std::invoke_result_t<F&>;
-    Promise<R> promise;
-    Future<R> future = promise.GetFuture();
-    scheduler
-        .Start(
-            [work = std::move(work), promise = std::move(promise)]() mutable
-            {
-                try
-                {
-                    promise.SetValue(work());
-                }
-                catch (...)
-                {
-                    promise.SetException(std::current_exception());
-                }
-            },
-            options)
-        .Detach();
-    return future;
-}
-// [/guide:async]
 
 // [guide:thread-id]
 // The calling thread's id, read afresh. std::this_thread::get_id() is pthread_self(), which glibc
@@ -197,6 +176,10 @@ struct Game
     TC::Synchronization::ManualResetEvent levelStreamed; // never set: the disk is slow today
     std::stop_source levelChange;
     std::atomic<int> loadsCancelled{0};
+    // This frame's task blocks and coroutine frames; emptied at the end of each frame.
+    FrameArena frameArena{1 << 20};
+    int arenaLeaks = 0; // frames whose arena still had blocks out at their end
+    std::size_t arenaPeak = 0; // the most one frame took from it
     std::thread::id audioThread; // the pinned audio job's: written by it only, one frame at a time
     int audioMoved = 0;
     bool OnHost() const { return ThisThreadId() == mainThread; }
@@ -301,16 +284,27 @@ int Decide(std::size_t agent, int frame)
     return static_cast<int>((agent * 2654435761u + static_cast<std::size_t>(frame)) % 7);
 }
 
+// An agent's decision as a coroutine, as a behaviour-tree step would be.
+TC::Strands::Task<int> DecideAsync(std::size_t agent, int frame)
+{
+    co_return Decide(agent, frame);
+}
+
 // [guide:bulk-start]
 // Every agent thinks each frame: one job per agent, started as one bulk start -- their blocks
 // taken together, queued with one enqueue and one wake-up -- instead of a Start each. Each job
-// is a task as Start makes it (name, priority, hooks, its JoinHandle).
+// is a task as Start makes it (name, priority, hooks, its JoinHandle). Their task blocks, and the
+// coroutine frames each job creates, come from this frame's arena.
 void ThinkAgents(Game& game, int frame)
 {
     std::vector<TC::JoinHandle> jobs = game.workers.StartBulk(
-        kAgents, [&decisions = game.decisions, frame](std::size_t agent)
-        { decisions[agent] = Decide(agent, frame); },
-        {.name = "agent", .priority = TC::Priority::High});
+        kAgents,
+        [&game, frame](std::size_t agent)
+        {
+            TC::Strands::FrameAllocatorScope scope(game.frameArena); // ends before any wait
+            game.decisions[agent] = TC::Strands::SyncRun(DecideAsync(agent, frame));
+        },
+        {.name = "agent", .priority = TC::Priority::High, .allocator = &game.frameArena});
     for (TC::JoinHandle& job : jobs)
         job.Join(); // the frame task suspends while the jobs run; the host keeps pumping
 }
@@ -329,7 +323,10 @@ TC::JoinHandle StartAudioMix(Game& game, int frame)
                 game.audioThread = here;
             game.audioMoved += here == game.audioThread ? 0 : 1;
         },
-        {.name = "audio-mix", .priority = TC::Priority::Critical, .worker = 0});
+        {.name = "audio-mix",
+         .priority = TC::Priority::Critical,
+         .worker = 0,
+         .allocator = &game.frameArena});
 }
 // [/guide:pinned]
 
@@ -365,6 +362,15 @@ void RunFrame(Game& game, int frame)
     ThinkAgents(game, frame);
     Animate(game, frame);
     audio.Join();
+    game.arenaPeak = std::max(game.arenaPeak, game.frameArena.Used());
+    try
+    {
+        game.frameArena.Reset(); // every job of the frame was joined: nothing of it is left
+    }
+    catch (const std::logic_error&)
+    {
+        ++game.arenaLeaks;
+    }
     game.appliedFrames.push_back(frame);
 
     game.workers
@@ -485,6 +491,7 @@ int main(int argc, char** argv)
     double residentGrowth = 0;
     double jobs = 0;
     long longJobUnits = 0;
+    std::size_t arenaPeak = 0;
     {
         TC::Scheduler host(hostOptions);
         TC::Scheduler workers(workerOptions);
@@ -607,10 +614,13 @@ int main(int argc, char** argv)
         Check(coroutineResumptions == 2 * expectedAssets && resumedOutsideZone == 0,
               "every coroutine resumption ran inside a coroutine zone");
         longJobUnits = game.longJobUnits.load();
+        arenaPeak = game.arenaPeak;
         Check(longJobUnits > 0, "the long job ran until the shutdown request");
         Check(game.audioMoved == 0 && game.audioThread != std::thread::id() &&
                   game.audioThread != game.mainThread,
               "the pinned audio job ran on one worker every frame");
+        Check(game.arenaLeaks == 0 && game.arenaPeak > kAgents * sizeof(void*),
+              "each frame's jobs and frames came from its arena, all back at its end");
         Check(game.loadsCancelled == 1, "the level change cancelled the parked asset load");
 
         World replay = initial;
@@ -673,8 +683,8 @@ int main(int argc, char** argv)
     std::printf("jobs: %.0f in %.2f s, %.0f per second\n", jobs, loopSeconds, jobs / loopSeconds);
     std::printf("resident memory growth from frame %d to the end: %+.1f KiB%s\n", kWarmFrames,
                 residentGrowth / 1024.0, tracePath ? " (the trace's buffers included)" : "");
-    std::printf("tasks entered %ld times; long-job units %ld\n", profiler.enters.load(),
-                longJobUnits);
+    std::printf("tasks entered %ld times; long-job units %ld; frame arena peak %zu KiB\n",
+                profiler.enters.load(), longJobUnits, arenaPeak / 1024);
     if (failures != 0)
     {
         std::printf("game-loop: %d check(s) FAILED\n", failures);

@@ -25,8 +25,8 @@ enum class RacePoint : std::uint8_t
 
 using RacePointHook = void (*)(RacePoint point, SuspendedTask task) noexcept;
 
-// Installs a hook called at each race point on the reaching thread, outside the callback guard (it
-// may pump, sleep, spin or yield); for test kits. nullptr removes it; one relaxed load when unset.
+// For test kits: a hook called at each race point on the reaching thread, outside the callback
+// guard (it may pump, sleep, spin or yield). nullptr removes it; one relaxed load when unset.
 TC_API void SetRacePointHook(RacePointHook hook) noexcept;
 
 // One waiter that is suspended right now (checked builds track them; others report none).
@@ -40,8 +40,8 @@ struct SuspendedWaiterInfo
 // The waiters suspended now, oldest first. Empty unless the library is a checked build.
 TC_API std::vector<SuspendedWaiterInfo> SnapshotSuspendedWaiters();
 
-// Checked builds: the demangled type a suspended waiter waits on and who it is ("task 'name'",
-// "thread", "coroutine"), for checked-mode messages; "?" in other builds.
+// Checked builds: what a suspended waiter waits on (demangled type) and who it is ("task 'name'",
+// "thread", "coroutine"); "?" in other builds.
 TC_API std::string WaitedOnType(SuspendedTask waiter);
 TC_API std::string DescribeWaiter(SuspendedTask waiter);
 
@@ -49,25 +49,14 @@ TC_API std::string DescribeWaiter(SuspendedTask waiter);
 // `threshold` (what, who, how long); false and nothing in other builds. Again: a new threshold.
 TC_API bool EnableHangReports(Duration threshold);
 
-/// Writes every live task of every scheduler to `out`, in every build (Release included): per
-/// scheduler a header line, then one line per task with its id, name and state -- running on
-/// worker N (or on the host thread), ready, suspended, suspended until a deadline in N ms, or
-/// finished but not joined -- and for a suspended task how long it has waited and what it waits
-/// on (the primitive's name and address); then each converted thread that waits, with its OS
-/// thread id and name; then the coroutines suspended through the suspend protocol or parked in
-/// an AsyncQueue, by frame address. A resume of a coroutine it lists waits until it ends.
-/// - A converted thread's wait is listed, and timed, once it outlasts its spin (a few
-///   microseconds).
-/// - The wait is timed from its worker's coarse clock, read every few dozen picks, when the
-///   worker wakes and when a host's pump turn begins: it may count the run of the tasks picked
-///   just before the wait began, and reads 0 s for a wait that began this instant.
-/// - Costs nothing else while not called: it reads the task blocks each scheduler keeps anyway.
-/// - A task is listed under the scheduler whose task block it runs in: the one the starting
-///   thread works for, else the one it was started on; MoveCurrentTaskTo does not change it.
-/// - Exact for tasks that do not change state while it reads (a hang, a program stopped in a
-///   debugger); a task that is being resumed meanwhile may be shown in either state. Call it
-///   while the tasks it lists are stuck, not as a routine log in a busy program.
-/// - Any thread, also a task's; it takes each scheduler's registry lock briefly, never waits
-///   for a task.
+/// Writes every live task of every scheduler to `out`, in every build: id, name, state (running
+/// on worker N or the host, ready, suspended, until a deadline, finished not joined) and, when
+/// suspended, for how long and on what (the primitive's name and address); then converted threads
+/// waiting past their spin; then suspended coroutines, by frame address.
+/// - Any thread; takes each registry lock briefly, never waits for a task, costs nothing uncalled.
+///   A resume of a coroutine it lists waits until it ends.
+/// - Exact for tasks that keep their state meanwhile (a hang, a debugger stop); wait times come
+///   from a worker's coarse clock (a wait begun now may read 0 s).
+/// - A task is listed under the scheduler whose block it runs in; MoveCurrentTaskTo keeps that.
 TC_API void DumpTasks(std::ostream& out);
 } // namespace TC
