@@ -7,7 +7,6 @@
 #include <TC/Core.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -42,7 +41,7 @@ int main()
         frame.Join();
     }
     order += "| ";
-    host.RunFor(std::chrono::milliseconds(2)); // the rest of the frame's budget: Normal, then Low
+    host.RunUntilIdle(); // the end of the frame: Normal, then Low
     submit.Join();
     // [/guide:priorities]
     std::printf("host ran: %s\nsubmit on worker 0: %s\n", order.c_str(), onWorker0 ? "yes" : "no");
